@@ -1,0 +1,32 @@
+# subcog-store: `make test` and `make demo` set up everything from the package index on a fresh machine.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup models test demo bench clean
+
+setup: $(STAMP) models/.verified
+
+$(STAMP): requirements.lock pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	touch $@
+
+models/.verified: $(STAMP) models/manifest.json
+	$(BIN)/python -m subcog_store.model_files fetch
+
+models: models/.verified
+
+test: setup
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+demo: setup
+	$(BIN)/python -m subcog_store.demo
+
+bench: setup
+	$(BIN)/python -m bench.run_all
+
+clean:
+	rm -rf $(VENV) models/*.onnx models/tokenizer.json models/.verified demo

@@ -1,0 +1,207 @@
+"""The three-tier duplicate check: exact (hash), semantic (embeddings, or text without a model), recent.
+
+Each tier fails open on its own: an error is recorded in `tier_errors` and the next tier runs.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Callable
+
+from .sqlfiles import q
+from .textsim import fts_query, word_overlap
+
+if TYPE_CHECKING:
+    import apsw
+    import numpy as np
+
+    from .config import Settings
+
+NEIGHBOURS = 5
+
+
+def urn(domain: str, namespace: str, memory_id: str) -> str:
+    return f"subcog://{domain}/{namespace}/{memory_id}"
+
+
+@dataclass
+class Neighbour:
+    """A nearby active memory, with the guard's verdict on it."""
+
+    memory_id: str
+    content: str
+    similarity: float
+    changed_fact: str | None = None   # the guard's reason when the two state different facts
+
+
+@dataclass
+class CheckResult:
+    is_duplicate: bool
+    reason: str | None                 # exact_match | semantic_similar | recent_capture
+    similarity_score: float | None
+    matched_memory_id: str | None
+    matched_urn: str | None
+    check_duration_ms: float
+    content_hash: str
+    domain: str
+    namespace: str
+    method: str | None = None          # hash | embedding | text | recent
+    tiers_run: list[str] = field(default_factory=list)
+    tier_errors: dict[str, str] = field(default_factory=dict)
+    tier_ms: dict[str, float] = field(default_factory=dict)
+    neighbours: list[Neighbour] = field(default_factory=list)
+    matched_content: str | None = None
+    captured_seconds_ago: float | None = None
+    threshold: float | None = None
+    enabled: bool = True
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data.pop("neighbours")
+        data.pop("matched_content")
+        data["similarity_score"] = None if self.similarity_score is None else round(self.similarity_score, 4)
+        data["check_duration_ms"] = round(self.check_duration_ms, 3)
+        data["tier_ms"] = {k: round(v, 3) for k, v in self.tier_ms.items()}
+        data["changed_facts"] = [
+            {"memory_id": n.memory_id, "similarity": round(n.similarity, 4), "reason": n.changed_fact}
+            for n in self.neighbours if n.changed_fact]
+        return data
+
+
+def exact_tier(con: "apsw.Connection", content_hash: str, namespace: str, domain: str) -> tuple[str, str] | None:
+    row = con.execute(q("find_exact_match"),
+                      {"content_hash": content_hash, "namespace": namespace, "domain": domain}).fetchone()
+    return (row[0], row[1]) if row else None
+
+
+def semantic_neighbours(con: "apsw.Connection", vector: "np.ndarray", namespace: str, domain: str,
+                        k: int = NEIGHBOURS) -> list[Neighbour]:
+    rows = con.execute(q("find_semantic_neighbours"), {
+        "embedding": vector.astype("float32").tobytes(), "k": k, "namespace": namespace, "domain": domain})
+    return [Neighbour(memory_id, content, float(sim)) for memory_id, content, sim in rows]
+
+
+def text_neighbours(con: "apsw.Connection", content: str, namespace: str, domain: str,
+                    k: int = NEIGHBOURS) -> list[Neighbour]:
+    """BM25 candidates from FTS5, scored by word overlap (the stand-in similarity)."""
+    query = fts_query(content)
+    if query is None:
+        return []
+    rows = con.execute(q("find_text_neighbours"),
+                       {"query": query, "namespace": namespace, "domain": domain, "k": k * 4}).fetchall()
+    found = [Neighbour(memory_id, text, word_overlap(content, text)) for memory_id, text, _ in rows]
+    return sorted(found, key=lambda n: -n.similarity)[:k]
+
+
+def recent_tier(con: "apsw.Connection", content_hash: str, namespace: str, domain: str, now: float,
+                window: float) -> tuple[str | None, float] | None:
+    row = con.execute(q("find_recent_capture"), {
+        "content_hash": content_hash, "namespace": namespace, "domain": domain, "since": now - window}).fetchone()
+    return (row[0], row[1]) if row else None
+
+
+def apply_guard(content: str, neighbours: list[Neighbour]) -> None:
+    """Mark each neighbour whose text states a different fact (numbers, negation, order, ...)."""
+    from .guard import changed_fact
+
+    for n in neighbours:
+        verdict = changed_fact(n.content, content)
+        if verdict.changed:
+            n.changed_fact = f"{verdict.reason}: {verdict.detail}" if verdict.detail else str(verdict.reason)
+
+
+@dataclass
+class CheckInputs:
+    content: str
+    content_hash: str
+    namespace: str
+    domain: str
+    now: float
+
+
+def run_check(con: "apsw.Connection", inputs: CheckInputs, settings: "Settings",
+              embed: Callable[[str, str], "np.ndarray | None"]) -> CheckResult:
+    """Run exact, then semantic, then recent; stop at the first hit.
+
+    `embed(content, content_hash)` returns a unit vector, or None when there is no model (the text tier
+    then stands in), and may raise (the semantic tier then fails open).
+    """
+    started = time.perf_counter()
+    result = CheckResult(False, None, None, None, None, 0.0, inputs.content_hash, inputs.domain, inputs.namespace,
+                         threshold=settings.threshold(inputs.namespace))
+    scope = (inputs.namespace, inputs.domain)
+
+    def hit(reason: str, method: str, memory_id: str | None, similarity: float | None, content: str | None) -> None:
+        result.is_duplicate, result.reason, result.method = True, reason, method
+        result.matched_memory_id, result.similarity_score, result.matched_content = memory_id, similarity, content
+        result.matched_urn = urn(inputs.domain, inputs.namespace, memory_id) if memory_id else \
+            urn(inputs.domain, inputs.namespace, "recent-" + inputs.content_hash[:12])
+
+    def timed(tier: str, fn: Callable[[], None]) -> None:
+        result.tiers_run.append(tier)
+        t0 = time.perf_counter()
+        try:
+            fn()
+        except Exception as e:  # fail open: a broken tier is skipped and reported
+            result.tier_errors[tier] = f"{type(e).__name__}: {e}"[:300]
+        result.tier_ms[tier] = (time.perf_counter() - t0) * 1000
+
+    def exact() -> None:
+        found = exact_tier(con, inputs.content_hash, *scope)
+        if found:
+            hit("exact_match", "hash", found[0], 1.0, found[1])
+
+    def semantic() -> None:
+        if len(" ".join(inputs.content.split())) < settings.dedup_min_semantic_length:
+            result.tier_errors.pop("semantic", None)
+            result.tiers_run[-1] = "semantic:skipped_short"
+            return
+        vector = embed(inputs.content, inputs.content_hash) if settings.dedup_semantic_enabled else None
+        if vector is not None:
+            method, threshold = "embedding", result.threshold
+            result.neighbours = semantic_neighbours(con, vector, *scope)
+        else:
+            method, threshold = "text", float(settings.dedup_text_threshold)
+            result.tiers_run[-1] = "semantic:text"
+            result.threshold = threshold
+            result.neighbours = text_neighbours(con, inputs.content, *scope)
+        apply_guard(inputs.content, [n for n in result.neighbours if n.similarity >= threshold])
+        for n in result.neighbours:
+            if n.similarity >= threshold and not n.changed_fact:
+                hit("semantic_similar", method, n.memory_id, n.similarity, n.content)
+                return
+
+    def recent() -> None:
+        found = recent_tier(con, inputs.content_hash, *scope, inputs.now, settings.dedup_time_window_secs)
+        if found:
+            memory_id, captured_at = found
+            content = None
+            if memory_id:
+                row = con.execute(q("get_memory"), {"id": memory_id}).fetchone()
+                content = row[3] if row else None
+            hit("recent_capture", "recent", memory_id, 1.0, content)
+            result.captured_seconds_ago = max(0.0, inputs.now - captured_at)
+
+    if settings.dedup_enabled:
+        for tier, fn in (("exact", exact), ("semantic", semantic), ("recent", recent)):
+            timed(tier, fn)
+            if result.is_duplicate:
+                break
+    else:
+        result.enabled = False
+    result.check_duration_ms = (time.perf_counter() - started) * 1000
+    return result
+
+
+def check_row(result: CheckResult, checked_at: str, fingerprint: str) -> dict:
+    """The dedup_checks row of a result."""
+    return {
+        "checked_at": checked_at, "domain": result.domain, "namespace": result.namespace,
+        "result": "disabled" if not result.enabled else ("duplicate" if result.is_duplicate else "unique"),
+        "reason": result.reason, "method": result.method, "similarity": result.similarity_score,
+        "matched_memory_id": result.matched_memory_id, "duration_ms": result.check_duration_ms,
+        "exact_ms": result.tier_ms.get("exact"), "semantic_ms": result.tier_ms.get("semantic"),
+        "recent_ms": result.tier_ms.get("recent"), "tiers_run": json.dumps(result.tiers_run),
+        "tier_errors": json.dumps(result.tier_errors), "content_fingerprint": fingerprint,
+    }

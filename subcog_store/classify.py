@@ -1,0 +1,182 @@
+"""Decide whether a paragraph says something lasting, and in which namespace it belongs.
+
+Rules, not a model: an explicit marker ("Decision:", "Gotcha:") gives high confidence, signal phrases matched on
+word boundaries give a weight each, and narration ("Now let me run the tests."), hedges and questions lower it.
+"""
+from __future__ import annotations
+
+import re
+
+__all__ = ["NAMESPACES", "classify", "is_narration", "split_sentences", "strip_narration"]
+
+NAMESPACES = (
+    "decisions", "patterns", "learnings", "context", "tech-debt", "blockers", "progress",
+    "apis", "config", "security", "performance", "testing", "help", "prompts",
+)
+
+_I = re.IGNORECASE
+
+# "Marker: ..." at the start of a sentence -> (namespace, confidence)
+_MARKERS: dict[str, tuple[str, float]] = {}
+for _ns, _conf, _words in [
+    ("decisions", 0.9, "decision|decisions|decided|adr"),
+    ("patterns", 0.9, "pattern|convention|best practice|rule|guideline"),
+    ("learnings", 0.9, "learned|learning|lesson|lesson learned|lessons learned|gotcha|til|insight|finding|discovery"),
+    ("context", 0.85, "important|note|nb|context|constraint|background|why|caveat|warning"),
+    ("tech-debt", 0.85, "todo|fixme|tech debt|technical debt|hack|workaround"),
+    ("blockers", 0.85, "blocker|blocked|fixed|fix|root cause|bug|resolved"),
+    ("security", 0.85, "security|vulnerability|cve"),
+    ("performance", 0.85, "performance|perf|benchmark"),
+    ("apis", 0.8, "api|endpoint"),
+    ("config", 0.8, "config|configuration|setting|settings"),
+    ("testing", 0.8, "testing|tests"),
+    ("progress", 0.8, "progress|milestone"),
+    ("help", 0.8, "help|how to|howto|tip"),
+    ("prompts", 0.8, "prompt|user preference|preference"),
+]:
+    for _w in _words.split("|"):
+        _MARKERS[_w] = (_ns, _conf)
+_MARKER_RE = re.compile(
+    r"(?:^|(?<=[.!?])\s+)(" + "|".join(sorted(map(re.escape, _MARKERS), key=len, reverse=True)) + r")\s*:\s*\S", _I
+)
+
+# (namespace, weight, pattern); several distinct hits in one namespace add up a little.
+_RULES: list[tuple[str, float, re.Pattern]] = [
+    (ns, w, re.compile(rx, flags))
+    for ns, w, rx, flags in [
+        ("decisions", 0.8, r"\b(?:we|i|they|team)\s+(?:have\s+|had\s+|finally\s+)?(?:decided|chose|opted|settled)\b", _I),
+        ("decisions", 0.8, r"\bdecided\s+(?:to|on|that|against)\b", _I),
+        ("decisions", 0.7, r"\b(?:chose|chosen|opted for|settled on|went with|going with)\b", _I),
+        ("decisions", 0.7, r"\b(?:we(?:'re| are)\s+going to use|we'll use|we will use|we'll go with)\b", _I),
+        ("decisions", 0.6, r"\b(?:going to use|decision)\b", _I),
+        ("decisions", 0.45, r"\bi'll use\b", _I),
+        ("learnings", 0.85, r"\b(?:learned|learnt)\s+(?:that|the hard way)\b", _I),
+        ("learnings", 0.8, r"\b(?:discovered|realized|realised|found out)\s+that\b|\bTIL\b|\bgotcha\b", _I),
+        ("learnings", 0.75, r"\b(?:turns out|turned out|lesson learned)\b", _I),
+        ("learnings", 0.65, r"\b(?:learned|discovered|realized|realised)\b|\bthe root cause (?:was|is)\b", _I),
+        ("blockers", 0.75,
+         r"\b(?:fixed|resolved|solved)\b[^.!?]{0,60}?\b(?:issue|bug|error|problem|crash|failure|exception|regression"
+         r"|timeout|leak|deadlock|race)s?\b", _I),
+        ("blockers", 0.75,
+         r"\b(?:issue|bug|error|problem|crash|failure)s?\b[^.!?]{0,40}?\b(?:is|was|has been|were|are)\s+(?:now\s+)?"
+         r"(?:fixed|resolved)\b", _I),
+        ("blockers", 0.6, r"\b(?:blocked (?:by|on)|blocker|blocking issue)\b", _I),
+        ("patterns", 0.75, r"\b(?:best practices?|rule of thumb)\b", _I),
+        ("patterns", 0.65, r"\b(?:conventions?|(?:should|must) (?:always|never))\b", _I),
+        ("patterns", 0.55, r"\bpatterns?\b", _I),
+        ("patterns", 0.5, r"\b(?:always|never)\b", _I),
+        ("context", 0.6, r"\b(?:note that|keep in mind|be aware|constraints?)\b", _I),
+        ("context", 0.55, r"\bimportant\b", _I),
+        ("context", 0.4, r"\bbecause\b", _I),
+        ("context", 0.4, r"\bmust\b", _I),
+        ("tech-debt", 0.85, r"\btech(?:nical)? debt\b", _I),
+        ("tech-debt", 0.7, r"\b(?:TODO|FIXME|XXX)\b", 0),
+        ("tech-debt", 0.7, r"\b(?:temporary (?:fix|solution|hack)|refactor(?:ed)? (?:later|eventually|this later))\b", _I),
+        ("tech-debt", 0.65, r"\b(?:workarounds?|hack(?:y|ish)?)\b", _I),
+        ("security", 0.85, r"\bCVE-\d{4}-\d+\b|\b(?:sql|command|shell|code|ldap|header) injection\b", _I),
+        ("security", 0.8, r"\b(?:path traversal|(?:token|secret|credential|key|password)s? (?:leak|leaked|leaks|exposed)"
+                          r"|leak(?:s|ed|ing)? (?:the |an? |our )?(?:auth |api |access )?(?:token|secret|credential|key)s?)\b", _I),
+        ("security", 0.75, r"\b(?:vulnerab(?:le|ility|ilities)|XSS|CSRF|SSRF|CVE|RCE)\b", _I),
+        ("security", 0.55, r"\b(?:injection|security|sanitiz(?:e|ed|ation)|privilege escalation)\b", _I),
+        ("performance", 0.7, r"\bp(?:50|90|95|99|999)\b", _I),
+        ("performance", 0.55, r"\b(?:latency|throughput|bottleneck|memory usage|cpu usage)\b", _I),
+        ("performance", 0.5, r"\b(?:faster|slower|performance|speed ?up)\b", _I),
+        ("performance", 0.45, r"\bslow(?:ly|s|ed)?\b", _I),
+        ("testing", 0.7, r"\bflaky\b", _I),
+        ("testing", 0.55, r"\b(?:test suite|fixtures?)\b", _I),
+        ("testing", 0.4, r"\b(?:coverage|(?:unit|integration|e2e|end-to-end|snapshot) tests?|mocks?|mocking)\b", _I),
+        ("apis", 0.65, r"\b(?:GET|POST|PUT|PATCH|DELETE)\s+/\S*|\bstatus code\b|\brate[- ]limit", 0),
+        ("apis", 0.55, r"\bendpoints?\b", _I),
+        ("apis", 0.45, r"\bAPIs?\b", _I),
+        ("apis", 0.3, r"\b(?:returns?|requests?|responses?)\b", _I),
+        ("config", 0.6, r"\b(?:env(?:ironment)? var(?:iable)?s?|config(?:uration)? (?:files?|options?|settings?|keys?))\b", _I),
+        ("config", 0.4, r"\b(?:settings?|flags?)\b|(?<!\w)--[a-z][\w-]+", _I),
+        ("config", 0.4, r"\b(?:defaults? to|set to)\b", _I),
+        ("config", 0.4, r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|\b[\w-]+\.(?:toml|ya?ml|ini|cfg|env)\b", 0),
+        ("progress", 0.45, r"\b(?:milestone|shipped|released|deployed)\b", _I),
+        ("progress", 0.4, r"\b(?:has|have) been (?:fully )?(?:implemented|completed|ported|migrated|merged)\b", _I),
+        ("help", 0.6, r"^to \w+[^,.]{0,80}, (?:run|use|call|set)\b", _I),
+    ]
+]
+_ORDER = {ns: i for i, ns in enumerate(("decisions", "learnings", "blockers", "patterns", "security", "tech-debt"))}
+_NOT_DECIDED = re.compile(r"\b(?:not|n't|yet to|undecided|if we|whether to|should we)\b[^.!?]{0,20}\bdecide", _I)
+_HEDGE = re.compile(r"\b(?:maybe|might|perhaps|probably|possibly|likely|i think|i guess|not sure|seems|could be)\b", _I)
+_STRONG = re.compile(
+    r"\b(?:decided|chose|we'll use|learned|learnt|discovered|realized|realised|turns out|TIL|gotcha"
+    r"|fixed|resolved|convention|best practice)\b", _I
+)
+_NARRATION = re.compile(
+    r"""^(?:(?:now|next|first|then|finally|also|so|ok|okay|alright)\b[,\s]*)*
+    (?:let\ me|let's|lets\ |i'll|i\ will|i'm|i\ am|i\ need|i\ should|i\ can|i\ see|i've|i\ have|i\ now|i\ want
+      |we\ need\ to|we\ should\ now|here's|here\ is|here\ are|looking\ at|checking|searching\ for|exploring
+      |(?:all\ )?(?:the\ )?(?:\d+\ )?tests?\ (?:now\ )?(?:pass|passed|are\ passing|still\ pass)
+      |(?:the\ )?(?:task|port|work|change|changes|fix|job)\ (?:is|are)\ (?:now\ )?(?:complete|done|finished)
+      |(?:done|great|perfect|excellent|good|nice|awesome|sure|thanks|got\ it|yes|no|right)\s*(?:[.!,:;]|$)
+      |recap\b|to\ summarize|in\ summary)""",
+    _I | re.X,
+)
+_ANYWHERE_NARRATION = re.compile(r"\blet me\b", _I)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'`(\[]?[A-Z0-9])")
+_LEAD = re.compile(r"^[\s>*_#+-]*(?:\d+[.)]\s+)?")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of a paragraph (split after . ! ? before a capital or digit)."""
+    return [s.strip() for s in _SENTENCE_END.split(" ".join(text.split())) if s.strip()]
+
+
+def is_narration(sentence: str) -> bool:
+    """True for running commentary: "Now let me run the tests.", "Great!", "I'll update the settings next."."""
+    s = sentence.strip().replace("\u2019", "'")
+    if _MARKER_RE.match(s) or _STRONG.search(s):
+        return False
+    if _NARRATION.match(s) or _ANYWHERE_NARRATION.search(s):
+        return True
+    return len(s.split()) <= 3 and not _MARKER_RE.match(s)
+
+
+def strip_narration(text: str) -> str:
+    """The paragraph without its narration sentences ("" when it is all narration)."""
+    return " ".join(s for s in split_sentences(text) if not is_narration(s))
+
+
+def _score(body: str) -> dict[str, float]:
+    hits: dict[str, list[float]] = {}
+    for ns, weight, rx in _RULES:
+        if rx.search(body):
+            hits.setdefault(ns, []).append(weight)
+    if "decisions" in hits and _NOT_DECIDED.search(body):
+        del hits["decisions"]
+    if "performance" in hits and re.search(r"\d\s?(?:ms|s|sec|seconds|µs|us|ns|x|%|[kmg]b|rps|qps|req/s)\b", body, _I):
+        hits["performance"].append(0.7)
+    return {ns: min(0.95, max(ws) + 0.1 * (len(ws) - 1)) for ns, ws in hits.items()}
+
+
+def classify(text: str) -> tuple[str, float] | None:
+    """(namespace, confidence 0..1) for a paragraph worth remembering, or None when nothing lasting is said."""
+    text = _LEAD.sub("", " ".join(text.replace("**", "").replace("__", "").replace("\u2019", "'").split()))
+    if not text:
+        return None
+    sentences = split_sentences(text)
+    content = [s for s in sentences if not is_narration(s)]
+    if not content:
+        return None
+    body = " ".join(content)
+    marker = _MARKER_RE.search(body)
+    if marker:
+        ns, conf = _MARKERS[marker.group(1).lower()]
+    else:
+        scores = _score(body)
+        if not scores:
+            return None
+        ns = max(scores, key=lambda n: (round(scores[n], 3), -_ORDER.get(n, len(_ORDER))))
+        conf = scores[ns]
+        if _HEDGE.search(body):
+            conf *= 0.75
+    if body.rstrip().endswith("?") or any(s.endswith("?") for s in content):
+        conf *= 0.5
+    if len(content) < len(sentences):
+        conf *= 0.9
+    if len(body.split()) < 5:
+        conf *= 0.7
+    return ns, round(min(conf, 1.0), 3)

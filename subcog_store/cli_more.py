@@ -1,0 +1,1 @@
+from .cli import EXTENSIONS, command  # noqa: F401

@@ -1,0 +1,45 @@
+"""`doctor`: verify the store's invariants; each finding names what is wrong."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import apsw
+
+from .db import latest_version, schema_version
+from .normalize import content_hash
+from .sqlfiles import q
+
+
+@dataclass
+class Finding:
+    check: str
+    ok: bool
+    detail: str = ""
+    examples: list[str] = field(default_factory=list)
+
+
+def diagnose(con: apsw.Connection) -> list[Finding]:
+    """Run every invariant check; a failed one has ok=False and up to five example ids."""
+    findings = []
+
+    def ids(name: str) -> list[str]:
+        return [str(r[0]) for r in con.execute(q(name))]
+
+    def add(check: str, bad: list[str], what: str) -> None:
+        findings.append(Finding(check, not bad, f"{len(bad)} {what}" if bad else "ok", bad[:5]))
+
+    version = schema_version(con)
+    findings.append(Finding("schema_version", version == latest_version(),
+                            f"version {version}, latest {latest_version()}"))
+    integrity = [r[0] for r in con.execute("pragma quick_check")]
+    findings.append(Finding("sqlite_integrity", integrity == ["ok"], "; ".join(integrity[:3])))
+    add("active_memory_has_vector", ids("active_without_vector"),
+        "active memories without a vector (run `subcog-store reembed`)")
+    add("vector_has_active_memory", ids("vector_without_active_memory"), "vectors without an active memory")
+    add("vector_scope_matches", ids("vector_scope_mismatch"), "vectors filed under the wrong namespace/domain")
+    stale = [mid for mid, content, stored in con.execute(q("all_hashes")) if content_hash(content) != stored]
+    add("stored_hash_matches_content", stale, "memories whose stored hash does not match their content")
+    add("one_active_per_hash", [f"{r[0]}/{r[1]}/{r[2][:16]}" for r in con.execute(q("duplicate_active_hashes"))],
+        "scopes with the same content active twice")
+    add("successor_exists", ids("dangling_successors"), "retired memories pointing at a missing successor")
+    return findings

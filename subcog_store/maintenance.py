@@ -1,0 +1,30 @@
+"""Maintenance: give active memories that lack a vector their embedding."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .db import immediate
+from .errors import SubcogError
+from .sqlfiles import q
+
+if TYPE_CHECKING:
+    from .store import Store
+
+
+def reembed(store: "Store", batch: int = 256) -> int:
+    """Embed every active memory without a vector; returns how many were embedded."""
+    if store.embedder is None:
+        raise SubcogError(f"the model is not available: {store.embedder_error or 'semantic tier disabled'}")
+    missing = [r[0] for r in store.con.execute(q("active_without_vector"))]
+    done = 0
+    for start in range(0, len(missing), batch):
+        memories = [store.get(mid) for mid in missing[start:start + batch]]
+        vectors = store.embedder.embed_batch([m.content for m in memories])
+        with immediate(store.con):
+            for memory, vector in zip(memories, vectors):
+                if store.get(memory.id).status == "active":
+                    store.con.execute(q("delete_vector"), {"seq": memory.seq})
+                    store.con.execute(q("insert_vector"), {"seq": memory.seq, "namespace": memory.namespace,
+                                                           "domain": memory.domain, "embedding": vector.tobytes()})
+                    done += 1
+    return done

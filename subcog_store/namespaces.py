@@ -1,0 +1,32 @@
+"""The memory namespaces and the spellings accepted for them."""
+from __future__ import annotations
+
+from .errors import InvalidInput
+
+NAMESPACES: tuple[str, ...] = (
+    "decisions", "patterns", "learnings", "context", "tech-debt", "blockers", "progress",
+    "apis", "config", "security", "performance", "testing", "help", "prompts",
+)
+DEFAULT_DOMAIN = "project"
+
+
+def canonical_namespace(name: str) -> str:
+    """Case-insensitive; `-`, `_` and nothing between words are the same (`techdebt`, `tech_debt` → `tech-debt`)."""
+    key = str(name).strip().lower().replace("_", "").replace("-", "")
+    for namespace in NAMESPACES:
+        if namespace.replace("-", "") == key:
+            return namespace
+    raise InvalidInput(f"unknown namespace {name!r}; use one of: {', '.join(NAMESPACES)}")
+
+
+def canonical_domain(domain: str | None) -> str:
+    """A domain is any short non-empty label without '/' (it is part of the URN)."""
+    value = (domain or DEFAULT_DOMAIN).strip()
+    if not value or "/" in value or len(value) > 100:
+        raise InvalidInput(f"invalid domain {domain!r}: a non-empty label of at most 100 characters, no '/'")
+    return value
+
+
+def env_suffix(namespace: str) -> str:
+    """The environment-variable suffix of a namespace: `tech-debt` → `TECH_DEBT`."""
+    return namespace.upper().replace("-", "_")

@@ -1,0 +1,95 @@
+"""Verifier and merger: pluggable commands (JSON on stdin, JSON on stdout, with a timeout) and the built-in merger.
+
+Verifier stdout: {"duplicate": true|false, "reasoning": "..."}; merger stdout: {"content": "..."}.
+Both receive: {"task", "namespace", "similarity", "older": {"content", "created_at"}, "newer": {...}}.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+from dataclasses import dataclass
+
+from .textsim import word_overlap
+
+MERGE_PROMPT = (
+    "Merge these two memories into one. Combine all distinct information from both, prefer the newer "
+    "memory where they conflict, and keep it concise. Answer with the merged memory only.")
+
+
+class PluginError(Exception):
+    """The command is missing, failed, timed out or answered something that is not the expected JSON."""
+
+
+@dataclass(frozen=True)
+class Pair:
+    older: str
+    newer: str
+    older_created_at: str | None
+    newer_created_at: str | None
+    similarity: float
+    namespace: str
+
+    def payload(self, task: str) -> dict:
+        return {"task": task, "namespace": self.namespace, "similarity": round(self.similarity, 4),
+                "older": {"content": self.older, "created_at": self.older_created_at},
+                "newer": {"content": self.newer, "created_at": self.newer_created_at},
+                **({"prompt": MERGE_PROMPT} if task == "merge" else {})}
+
+
+def run_command(command: str, payload: dict, timeout: float) -> dict:
+    """Run `command` with `payload` as JSON on stdin; return its JSON object from stdout."""
+    try:
+        proc = subprocess.run(shlex.split(command), input=json.dumps(payload), capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise PluginError(f"timed out after {timeout:g} s") from None
+    except (OSError, ValueError) as e:
+        raise PluginError(f"could not run: {e}") from None
+    if proc.returncode != 0:
+        raise PluginError(f"exited {proc.returncode}: {proc.stderr.strip()[:200]}")
+    try:
+        answer = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        raise PluginError(f"stdout is not JSON: {proc.stdout.strip()[:100]!r}") from None
+    if not isinstance(answer, dict):
+        raise PluginError("stdout is not a JSON object")
+    return answer
+
+
+def verify(command: str, pair: Pair, timeout: float) -> tuple[bool, str]:
+    """Ask the verifier whether the newer text duplicates the older: (duplicate, reasoning)."""
+    answer = run_command(command, pair.payload("verify"), timeout)
+    if not isinstance(answer.get("duplicate"), bool):
+        raise PluginError('answer lacks a boolean "duplicate"')
+    return answer["duplicate"], str(answer.get("reasoning", ""))[:2000]
+
+
+def merge(command: str | None, pair: Pair, timeout: float) -> str:
+    """The merged text: from the merge command when one is set, else the built-in merger."""
+    if not command:
+        return builtin_merge(pair.older, pair.newer)
+    answer = run_command(command, pair.payload("merge"), timeout)
+    content = answer.get("content")
+    if not isinstance(content, str):
+        raise PluginError('answer lacks a string "content"')
+    return content
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(text.strip()) if s.strip()]
+
+
+def builtin_merge(older: str, newer: str) -> str:
+    """Keep the newer text and append the older text's sentences that the newer one lacks."""
+    kept = newer.strip()
+    newer_sentences = sentences(newer)
+    for sentence in sentences(older):
+        if not any(word_overlap(sentence, other) >= 0.8 for other in newer_sentences):
+            kept += ("" if kept.endswith((".", "!", "?")) else ".") + " " + sentence
+            newer_sentences.append(sentence)
+    return kept

@@ -1,0 +1,69 @@
+"""SQL lives in `sql/`: migrations in `sql/schema/NNN_name.sql`, named queries in `sql/queries/*.sql`.
+
+A query file holds blocks that start with `-- name: query_name`; the `--` lines right after the name are
+its docstring. Queries are loaded once into a dict.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
+_NAME = re.compile(r"^--\s*name:\s*([A-Za-z_][A-Za-z0-9_]*)\s*$")
+
+
+class SqlFileError(Exception):
+    """A query file is malformed (names the file and line)."""
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+@lru_cache(maxsize=1)
+def queries() -> dict[str, str]:
+    """All named queries of `sql/queries/`, by name."""
+    found: dict[str, str] = {}
+    for path in sorted((SQL_DIR / "queries").glob("*.sql")):
+        name, body, start = None, [], 0
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for number, line in enumerate(lines + ["-- name: _end_"], start=1):
+            match = _NAME.match(line)
+            if not match:
+                if name is None and line.strip() and not line.startswith("--"):
+                    raise SqlFileError(f"{path}:{number}: SQL before the first '-- name:' header")
+                body.append(line)
+                continue
+            if name is not None:
+                text = "\n".join(l for l in body if not l.lstrip().startswith("--")).strip()
+                if not text:
+                    raise SqlFileError(f"{path}:{start}: query {name!r} is empty")
+                if name in found:
+                    raise SqlFileError(f"{path}:{start}: query {name!r} is defined twice")
+                found[name] = text
+            name, body, start = match.group(1), [], number
+    found.pop("_end_", None)
+    return found
+
+
+def q(name: str) -> str:
+    """The SQL text of one named query."""
+    return queries()[name]
+
+
+@lru_cache(maxsize=1)
+def migrations() -> tuple[Migration, ...]:
+    """The schema migrations, in version order."""
+    steps = []
+    for path in sorted((SQL_DIR / "schema").glob("*.sql")):
+        version, _, name = path.stem.partition("_")
+        steps.append(Migration(int(version), name, path.read_text(encoding="utf-8")))
+    versions = [m.version for m in steps]
+    if versions != list(range(1, len(steps) + 1)):
+        raise SqlFileError(f"migrations in {SQL_DIR / 'schema'} must be numbered 1..n, found {versions}")
+    return tuple(steps)
