@@ -28,10 +28,10 @@ _RULE = re.compile(r"^(?:([-*_])(?:\s*\1){2,}|={3,})$")
 _HEADING = re.compile(r"^#{1,6}(?:\s+|$)")
 _ITEM = re.compile(r"^(?:[-*+]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?")
 _QUOTE = re.compile(r"^(?:>\s?)+")
-_CODE_SPAN = re.compile(r"(`+)(.{1,2000}?)\1")
+_CODE_SPAN = re.compile(r"(?<!`)(`{1,10})(?!`)(.{1,2000}?)(?<!`)\1(?!`)")
 _INLINE = [
-    (re.compile(r"!\[([^\]]*)\]\([^)]*\)"), r"\1"),  # image -> alt text
-    (re.compile(r"\[([^\]]+)\]\([^)]*\)"), r"\1"),  # link -> its text
+    (re.compile(r"!\[([^\[\]]*)\]\([^()]*\)"), r"\1"),  # image -> alt text
+    (re.compile(r"\[([^\[\]]+)\]\([^()]*\)"), r"\1"),  # link -> its text
     (re.compile(r"<br\s*/?>", re.I), " "),
     (re.compile(r"\*\*(.+?)\*\*|__(.+?)__"), lambda m: m.group(1) or m.group(2)),
     (re.compile(r"~~(.+?)~~"), r"\1"),
@@ -102,18 +102,23 @@ def split_paragraphs(text: str) -> list[str]:
 
 
 def extract_candidates(
-    texts: Iterable[AssistantText | str], *, min_chars: int = 40, min_confidence: float = 0.5
+    texts: Iterable[AssistantText | str],
+    *,
+    min_chars: int = 40,
+    min_confidence: float = 0.5,
+    max_chars: int = 4000,
 ) -> list[Candidate]:
     """Candidates from assistant texts, in order; no de-duplication (the store does that).
 
     Each paragraph is classified as a whole; narration sentences are then dropped from the stored text and
-    secrets replaced by `[REDACTED]`. Paragraphs shorter than `min_chars` or below `min_confidence` are skipped.
+    secrets replaced by `[REDACTED]`. Paragraphs shorter than `min_chars`, longer than `max_chars` (dumps, not
+    memories) or below `min_confidence` are skipped.
     """
     out: list[Candidate] = []
     for t in texts:
         text, uuid = (t, None) if isinstance(t, str) else (t.text, t.uuid)
         for para in split_paragraphs(text):
-            if len(para) < min_chars:
+            if not min_chars <= len(para) <= max_chars:
                 continue
             verdict = classify(para)
             if verdict is None or verdict[1] < min_confidence:

@@ -15,6 +15,7 @@ NAMESPACES = (
 )
 
 _I = re.IGNORECASE
+MAX_CHARS = 8000  # only the start of a longer text is looked at
 
 # "Marker: ..." at the start of a sentence -> (namespace, confidence)
 _MARKERS: dict[str, tuple[str, float]] = {}
@@ -92,7 +93,7 @@ _RULES: list[tuple[str, float, re.Pattern]] = [
         ("config", 0.6, r"\b(?:env(?:ironment)? var(?:iable)?s?|config(?:uration)? (?:files?|options?|settings?|keys?))\b", _I),
         ("config", 0.4, r"\b(?:settings?|flags?)\b|(?<!\w)--[a-z][\w-]+", _I),
         ("config", 0.4, r"\b(?:defaults? to|set to)\b", _I),
-        ("config", 0.4, r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|\b[\w-]+\.(?:toml|ya?ml|ini|cfg|env)\b", 0),
+        ("config", 0.4, r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|(?<![\w-])[\w-]{1,80}\.(?:toml|ya?ml|ini|cfg|env)\b", 0),
         ("progress", 0.45, r"\b(?:milestone|shipped|released|deployed)\b", _I),
         ("progress", 0.4, r"\b(?:has|have) been (?:fully )?(?:implemented|completed|ported|migrated|merged)\b", _I),
         ("help", 0.6, r"^to \w+[^,.]{0,80}, (?:run|use|call|set)\b", _I),
@@ -153,8 +154,12 @@ def _score(body: str) -> dict[str, float]:
 
 
 def classify(text: str) -> tuple[str, float] | None:
-    """(namespace, confidence 0..1) for a paragraph worth remembering, or None when nothing lasting is said."""
-    text = _LEAD.sub("", " ".join(text.replace("**", "").replace("__", "").replace("\u2019", "'").split()))
+    """(namespace, confidence 0..1) for a paragraph worth remembering, or None when nothing lasting is said.
+
+    Only the first MAX_CHARS characters are looked at.
+    """
+    text = text[:MAX_CHARS].replace("**", "").replace("__", "").replace("\u2019", "'")
+    text = _LEAD.sub("", " ".join(text.split()))
     if not text:
         return None
     sentences = split_sentences(text)

@@ -17,10 +17,16 @@ BUSY_TIMEOUT_MS = 10_000
 
 
 def vec0_path() -> str:
-    """Path of sqlite-vec's loadable extension (what the stock shell's `.load` takes)."""
-    import sqlite_vec
+    """Path of sqlite-vec's loadable extension (what the stock shell's `.load` takes).
 
-    return sqlite_vec.loadable_path()
+    Found without importing the `sqlite_vec` package, whose import pulls in numpy (~0.25 s of cold start).
+    """
+    import importlib.util
+
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
+        raise DatabaseError("sqlite-vec is not installed")
+    return str(Path(next(iter(spec.submodule_search_locations))) / "vec0")
 
 
 def _register(con: apsw.Connection) -> None:

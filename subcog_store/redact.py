@@ -14,9 +14,11 @@ _PRIVATE_KEY = re.compile(
     r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|\Z)", re.S
 )
 # scheme://user:PASSWORD@host
-_URL_PASSWORD = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]*:)([^\s@/]+)(@)")
+_URL_PASSWORD = re.compile(r"(?<![\w+.-])([a-zA-Z][a-zA-Z0-9+.-]{0,30}://[^\s:/@]{0,200}:)([^\s@/]{1,300})(@)")
 _JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")
-_AUTH_HEADER = re.compile(r"\b(Authorization\s*:\s*(?:Basic|Bearer|Token)\s+|Bearer\s+)([A-Za-z0-9._~+/=-]{12,})")
+_AUTH_HEADER = re.compile(
+    r"\b(Authorization\s*:\s*(?:Basic|Bearer|Token)\s+|Bearer\s+)([A-Za-z0-9._~+/-]{11,}[A-Za-z0-9_~+/-]=*)"
+)
 _VENDOR = re.compile(
     r"\b(?:"
     r"(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}"  # AWS access key id
@@ -31,14 +33,14 @@ _VENDOR = re.compile(
 # key = value, key: value, "key": "value" where the key ends in a secret word (not max_tokens, tokenizer).
 _ASSIGN = re.compile(
     r"""(?ix)
-    \b((?:[a-z0-9]+[_.-])*(?:password|passwd|passphrase|pwd|secret|api[_-]?key|apikey|token
+    (?<![a-z0-9_.-])((?:[a-z0-9]{1,40}[_.-]){0,6}(?:password|passwd|passphrase|pwd|secret|api[_-]?key|apikey|token
         |access[_-]?key|secret[_-]?key|private[_-]?key|credentials?)(?![a-z0-9])["']?)
     (\s*(?::|=|:=)\s*)
     (?:"([^"\n]+)"|'([^'\n]+)'|([^\s"',;)}\]]+))
     """
 )
 _PLACEHOLDER = re.compile(
-    r"(?i)^(?:none|null|nil|true|false|undefined|\[redacted\]|\*+|x+|\.\.\.|<.*>|\$.*|%.*|\{.*|"
+    r"(?i)^(?:none|null|nil|true|false|undefined|\[redacted\]|\*+|x+|\.\.\.|<.*|\$.*|%.*|\{.*|"
     r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*[(\[].*|(?:os|self|cls|settings|config|env|process|environ)\..*)$"
 )
 _NEAR_SECRET_WORD = re.compile(
@@ -62,7 +64,7 @@ def _looks_random(s: str) -> bool:
 
 def _tokenish(s: str) -> bool:
     """A credential rather than a word: has a digit or symbol, or is long."""
-    return len(s) >= 24 or bool(re.search(r"[0-9._~+/=-]", s))
+    return len(s) >= 24 or bool(re.search(r"[0-9_~+/=-]", s))
 
 
 def _assign_value(m: re.Match) -> str | None:
@@ -77,6 +79,8 @@ def _assign_value(m: re.Match) -> str | None:
         return None  # "password: must be long" is prose
     start, end = m.span(3) if m.group(3) else m.span(4) if m.group(4) else m.span(5)
     s = m.string
+    if s.startswith(REDACTED, start):
+        return None
     return s[m.start():start] + REDACTED + s[end:m.end()]
 
 

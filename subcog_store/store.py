@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import secrets
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -12,7 +11,6 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 
 import apsw
 
-from . import policies
 from .check import CheckInputs, CheckResult, check_row, exact_tier, run_check, urn
 from .clock import Clock, iso, system_clock
 from .config import MAX_CONTENT_BYTES, Settings
@@ -26,6 +24,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from .embedder import Embedder
+    from .policies import Plan
 
 log = logging.getLogger("subcog_store")
 MEMORY_COLUMNS = ("id", "domain", "namespace", "content", "content_hash", "importance", "tags", "status", "source",
@@ -240,6 +239,8 @@ class Store:
             raise InvalidInput(f"unknown policy {policy!r}: skip, verify, replace or merge")
         if self.readonly:
             raise DatabaseError(f"{self.path}: opened read-only")
+        from . import policies
+
         policy = policy or self.settings.policy(inputs.namespace)
         check = run_check(self.con, inputs, self.settings, self._embed_for_check)
         matched_at = None
@@ -262,7 +263,7 @@ class Store:
         except (apsw.ReadOnlyError, apsw.CantOpenError) as e:
             raise DatabaseError(f"{self.path}: cannot write: {e}") from None
 
-    def _apply(self, inputs: CheckInputs, check: CheckResult, plan: policies.Plan, vector: "np.ndarray | None",
+    def _apply(self, inputs: CheckInputs, check: CheckResult, plan: "Plan", vector: "np.ndarray | None",
                meta: dict) -> CaptureResult:
         now = iso(inputs.now)
         with immediate(self.con):
@@ -291,7 +292,7 @@ class Store:
         return CaptureResult(plan.store, plan.decision, memory_id or check.matched_memory_id, result_urn, check,
                              decision_id, list(plan.retire), plan.reasoning, plan.warnings)
 
-    def _revalidate(self, inputs: CheckInputs, check: CheckResult, plan: policies.Plan) -> None:
+    def _revalidate(self, inputs: CheckInputs, check: CheckResult, plan: "Plan") -> None:
         """Under the write lock: another process may have stored the same text, or retired our match."""
         plan.retire = [mid for mid in plan.retire if self._status(mid) == "active"]
         if not plan.retire and plan.decision in ("replaced", "merged"):
@@ -310,7 +311,7 @@ class Store:
     def _insert_memory(self, inputs: CheckInputs, content: str, meta: dict, vector: "np.ndarray | None",
                        now: str) -> str:
         for _ in range(5):
-            memory_id = secrets.token_hex(6)
+            memory_id = os.urandom(6).hex()
             try:
                 seq, stored_hash = self.con.execute(q("insert_memory"), {
                     "id": memory_id, "domain": inputs.domain, "namespace": inputs.namespace, "content": content,
@@ -352,7 +353,7 @@ class Store:
             self.con.execute("update memories set tags = ?, importance = ?, updated_at = ? where id = ?",
                              (json.dumps(tags), importance, now, memory_id))
 
-    def _log_decision(self, inputs: CheckInputs, plan: policies.Plan, memory_id: str | None, undo: dict,
+    def _log_decision(self, inputs: CheckInputs, plan: "Plan", memory_id: str | None, undo: dict,
                       now: str) -> int:
         confirmed = plan.decision in ("hash_exact", "stored")
         return self.con.execute(q("log_decision"), {

@@ -1,0 +1,27 @@
+-- name: get_hook_offset
+-- Where the last pre-compact run stopped reading this session's transcript.
+select byte_offset from hook_offsets where session_id = :session_id and transcript_path = :transcript_path;
+
+-- name: set_hook_offset
+-- Remember where this run stopped reading.
+insert into hook_offsets (session_id, transcript_path, byte_offset, updated_at)
+values (:session_id, :transcript_path, :byte_offset, :now)
+on conflict (session_id, transcript_path) do update set byte_offset = excluded.byte_offset, updated_at = excluded.updated_at;
+
+-- name: insert_hook_run
+-- One pre-compact run and its report.
+insert into hook_runs (session_id, transcript_path, trigger, started_at, finished_at, status, captured, skipped,
+  redacted, report)
+values (:session_id, :transcript_path, :trigger, :started_at, :finished_at, :status, :captured, :skipped,
+  :redacted, :report);
+
+-- name: undelivered_hook_run
+-- The newest run of a session whose report has not yet reached the model.
+select id, report from hook_runs
+where session_id = :session_id and status <> 'dry_run' and delivered_at is null
+order by id desc
+limit 1;
+
+-- name: mark_hook_run_delivered
+-- The session-start hook handed this report to the model (it is given once).
+update hook_runs set delivered_at = :now where session_id = :session_id and delivered_at is null;

@@ -1,0 +1,65 @@
+"""The words of a pre-compact report: the one-line systemMessage and the original design's Markdown."""
+from __future__ import annotations
+
+
+def _short(text: str, width: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _ago(seconds: float | None) -> str:
+    if seconds is None:
+        return "recently"
+    if seconds < 90:
+        return f"{int(seconds)} s ago"
+    if seconds < 5400:
+        return f"{round(seconds / 60)} min ago"
+    return f"{round(seconds / 3600)} h ago"
+
+
+def system_message(report: dict) -> str:
+    """One line for the user, e.g. 'subcog: captured 3 memories, skipped 2 duplicates'."""
+    captured, skipped = len(report["captured"]), len(report["skipped"])
+    verb = "would capture" if report.get("dry_run") else "captured"
+    text = (f"subcog: {verb} {captured} memor{'y' if captured == 1 else 'ies'}, "
+            f"skipped {skipped} duplicate{'' if skipped == 1 else 's'}")
+    changed = sum(1 for c in report["captured"] if c.get("decision") == "changed_fact")
+    if changed:
+        text += f" ({changed} changed fact{'' if changed == 1 else 's'} kept as new)"
+    if report.get("redacted"):
+        text += f", redacted {report['redacted']} secret{'' if report['redacted'] == 1 else 's'}"
+    if report.get("errors"):
+        text += f"; {report['errors'][0]['summary']} (see {report.get('log', 'the log')})"
+    return text
+
+
+def markdown(report: dict) -> str:
+    """The original design's report: numbered captures and the skips, each with its subcog:// URN."""
+    lines = []
+    if report["captured"]:
+        lines.append(f"Captured {len(report['captured'])} memories before compaction:")
+        for i, c in enumerate(report["captured"], start=1):
+            line = f"{i}. **{c['namespace']}**: {_short(c['content'])} ({c['urn']})"
+            if c.get("decision") == "changed_fact":
+                line += f" (changed fact: updates {c['matched_urn']}, {c.get('reasoning', '')})"
+            lines.append(line)
+    if report["skipped"]:
+        lines.append(f"Skipped {len(report['skipped'])} duplicates:")
+        for s in report["skipped"]:
+            lines.append("- " + skip_line(s))
+    if not lines:
+        lines.append("No new memories were captured before compaction.")
+    return "\n".join(lines)
+
+
+def skip_line(s: dict) -> str:
+    text = _short(s["content"], 60)
+    if s["reason"] == "exact_match":
+        return f"Exact match: {text} ({s['matched_urn']})"
+    if s["reason"] == "semantic_similar":
+        return f"Semantic {round(100 * (s.get('similarity') or 0))}%: {text} ({s['matched_urn']})"
+    if s["reason"] == "recent_capture":
+        return f"Recent capture: {text} (captured {_ago(s.get('seconds_ago'))}, {s['matched_urn']})"
+    if s["reason"] == "in_batch":
+        return f"Repeated in this conversation: {text} (same as captured item {s.get('same_as', '?')})"
+    return f"{s['reason']}: {text} ({s.get('matched_urn')})"

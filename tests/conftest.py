@@ -1,0 +1,128 @@
+"""Shared fixtures: one real embedder per test session, fresh stores with a controllable clock.
+
+Everything is real: SQLite through apsw, sqlite-vec's vec0, the int8 all-MiniLM-L6-v2 model. Nothing is mocked;
+the only stand-ins are the clock (a plain object the test moves forward) and the environment (a dict).
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from subcog_store.embedder import Embedder
+from subcog_store.store import Store
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+START_TIME = 1_800_000_000.0  # a fixed unix time, so stored timestamps are reproducible
+
+
+def clean_environ(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """os.environ without any SUBCOG_* variable (a developer's settings must not leak into a test), plus `extra`."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("SUBCOG_")}
+    environ.update(extra or {})
+    return environ
+
+
+def settings_env(**settings: object) -> dict[str, str]:
+    """`settings_env(dedup_time_window_secs=60)` -> {"SUBCOG_DEDUP_TIME_WINDOW_SECS": "60"} (bools as true/false)."""
+    out = {}
+    for key, value in settings.items():
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        out["SUBCOG_" + key.upper()] = value if isinstance(value, str) else repr(value)
+    return out
+
+
+class FakeClock:
+    """A clock the test controls: `clock()` returns `clock.now` (unix seconds); `advance(s)` moves it on."""
+
+    def __init__(self, now: float = START_TIME):
+        self.now = float(now)
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> float:
+        self.now += seconds
+        return self.now
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """The shared reference directory (/work/shared or $SUBCOG_SHARED_DIR); tests using it skip when absent."""
+    path = Path(os.environ.get("SUBCOG_SHARED_DIR") or Path(__file__).resolve().parents[2] / "shared")
+    if not path.is_dir():
+        pytest.skip(f"shared directory {path} not present")
+    return path
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    """The real embedder, loaded once for the whole session."""
+    e = Embedder()
+    e.load()
+    return e
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def env() -> Callable[..., dict[str, str]]:
+    """The settings-environment helper: `env(dedup_threshold_decisions=0.5)`."""
+    return settings_env
+
+
+@pytest.fixture
+def make_store(tmp_path: Path, embedder: Embedder, clock: FakeClock):
+    """A factory of stores: `make_store(environ={...}, path=..., embedder=..., **settings)`; all closed at the end.
+
+    `environ` defaults to an empty dict (the developer's os.environ never leaks in); keyword settings are merged
+    in through settings_env().
+    """
+    opened: list[Store] = []
+
+    def make(environ: dict[str, str] | None = None, path: Path | str | None = None, embedder_=None,
+             use_shared_embedder: bool = True, readonly: bool = False, **settings: object) -> Store:
+        merged = dict(environ or {})
+        merged.update(settings_env(**settings))
+        chosen = embedder_ if embedder_ is not None else (embedder if use_shared_embedder else None)
+        store = Store(path or tmp_path / "memories.db", embedder=chosen, clock=clock, environ=merged,
+                      readonly=readonly)
+        opened.append(store)
+        return store
+
+    yield make
+    for store in opened:
+        try:
+            store.close()
+        except Exception:
+            pass
+
+
+@pytest.fixture
+def store(make_store) -> Store:
+    """A fresh store in tmp_path with the shared embedder, the fake clock and default settings."""
+    return make_store()
+
+
+def count_rows(store_or_con, table: str) -> int:
+    con = getattr(store_or_con, "con", store_or_con)
+    return con.execute(f"select count(*) from {table}").fetchone()[0]
+
+
+def all_counts(store_or_con) -> dict[str, int]:
+    """Row counts of every table a capture or check may write."""
+    return {t: count_rows(store_or_con, t) for t in
+            ("memories", "memory_vectors", "recent_captures", "dedup_checks", "dedup_log", "settings")}
+
+
+def cli_command() -> list[str]:
+    """How to run the CLI: the console script beside this interpreter, else `python -m subcog_store`."""
+    script = Path(sys.executable).parent / "subcog-store"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "subcog_store"]
