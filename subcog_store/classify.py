@@ -164,24 +164,35 @@ def classify(text: str) -> tuple[str, float] | None:
         return None
     sentences = split_sentences(text)
     content = [s for s in sentences if not is_narration(s)]
-    if not content:
+    statements = [s for s in content if not s.endswith("?")]
+    body = " ".join(statements or content)
+    if not body:
         return None
-    body = " ".join(content)
-    marker = _MARKER_RE.search(body)
-    if marker:
-        ns, conf = _MARKERS[marker.group(1).lower()]
-    else:
-        scores = _score(body)
-        if not scores:
-            return None
-        ns = max(scores, key=lambda n: (round(scores[n], 3), -_ORDER.get(n, len(_ORDER))))
-        conf = scores[ns]
-        if _HEDGE.search(body):
-            conf *= 0.75
-    if body.rstrip().endswith("?") or any(s.endswith("?") for s in content):
+    verdict = _verdict(body)
+    if verdict is None:
+        return None
+    ns, conf = verdict
+    if not statements:  # only questions carry the signal
         conf *= 0.5
     if len(content) < len(sentences):
         conf *= 0.9
     if len(body.split()) < 5:
         conf *= 0.7
     return ns, round(min(conf, 1.0), 3)
+
+
+def _verdict(body: str) -> tuple[str, float] | None:
+    """A marker at the start decides; otherwise the best-scoring namespace, a later marker counting as a hit."""
+    marker = _MARKER_RE.search(body)
+    if marker and marker.start() == 0:
+        return _MARKERS[marker.group(1).lower()]
+    scores = _score(body)
+    if _HEDGE.search(body):
+        scores = {ns: c * 0.75 for ns, c in scores.items()}
+    if marker:
+        ns, conf = _MARKERS[marker.group(1).lower()]
+        scores[ns] = max(scores.get(ns, 0.0), conf - 0.05)
+    if not scores:
+        return None
+    ns = max(scores, key=lambda n: (round(scores[n], 3), -_ORDER.get(n, len(_ORDER))))
+    return ns, scores[ns]

@@ -20,6 +20,8 @@ def _ago(seconds: float | None) -> str:
 def system_message(report: dict) -> str:
     """One line for the user, e.g. 'subcog: captured 3 memories, skipped 2 duplicates'."""
     captured, skipped = len(report["captured"]), len(report["skipped"])
+    if not captured and not skipped and not report.get("errors"):
+        return "subcog: nothing new to capture since the last run"
     verb = "would capture" if report.get("dry_run") else "captured"
     text = (f"subcog: {verb} {captured} memor{'y' if captured == 1 else 'ies'}, "
             f"skipped {skipped} duplicate{'' if skipped == 1 else 's'}")

@@ -6,7 +6,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -260,15 +259,17 @@ def test_max_bytes_and_deadline_stop_at_line_boundaries(big_transcript):
 
 # --- properties --------------------------------------------------------------------------------------------
 
-_SCRATCH = Path(tempfile.mkdtemp(prefix="subcog-transcript-"))
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("prop")
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=2000) | st.lists(st.sampled_from(
     [b"\n", b"{", b"}", b'"type"', b":", b'"assistant"', b"\xff", b"[", b'"message"', b'"text"', b" ", b"\r"]
 ), max_size=60).map(b"".join))
-def test_arbitrary_bytes_never_raise(data):
-    path = write(_SCRATCH / "any.jsonl", data)
+def test_arbitrary_bytes_never_raise(scratch, data):
+    path = write(scratch / "any.jsonl", data)
     r = read_assistant_texts(path)
     assert isinstance(r, ReadResult)
     assert 0 <= r.next_offset <= len(data) and r.bad_lines <= r.records
@@ -280,9 +281,9 @@ def test_arbitrary_bytes_never_raise(data):
 @given(st.lists(st.one_of(st.text(max_size=30).map(lambda t: line(assistant(t))), st.just(b"junk\n"),
                           st.just(line({"type": "user", "message": {"content": "u"}}))), max_size=12),
        st.integers(min_value=0))
-def test_two_reads_equal_one(lines, cut):
+def test_two_reads_equal_one(scratch, lines, cut):
     data = b"".join(lines)
-    path = write(_SCRATCH / "two.jsonl", data)
+    path = write(scratch / "two.jsonl", data)
     boundaries = [0] + [i + 1 for i, b in enumerate(data) if b == 10]
     split = boundaries[cut % len(boundaries)]
     whole = read_assistant_texts(path)
