@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from .config import Settings
 
 NEIGHBOURS = 5
+# Policies act on neighbours from the lowest of these zone bounds up, so the guard judges those too.
+GUARDED_ZONES = ("verify_gray_threshold", "replace_merge_threshold", "merge_threshold")
 
 
 def urn(domain: str, namespace: str, memory_id: str) -> str:
@@ -33,6 +35,14 @@ class Neighbour:
     content: str
     similarity: float
     changed_fact: str | None = None   # the guard's reason when the two state different facts
+    support: float | None = None      # shared content words (guard.lexical_support), when checked
+
+    @property
+    def agrees(self) -> bool:
+        """Guard passed: no changed fact, and enough shared content that neither text adds a fact."""
+        from .guard import SUPPORT_MIN
+
+        return not self.changed_fact and (self.support is None or self.support >= SUPPORT_MIN)
 
 
 @dataclass
@@ -63,9 +73,10 @@ class CheckResult:
         data["similarity_score"] = None if self.similarity_score is None else round(self.similarity_score, 4)
         data["check_duration_ms"] = round(self.check_duration_ms, 3)
         data["tier_ms"] = {k: round(v, 3) for k, v in self.tier_ms.items()}
-        data["changed_facts"] = [
-            {"memory_id": n.memory_id, "similarity": round(n.similarity, 4), "reason": n.changed_fact}
-            for n in self.neighbours if n.changed_fact]
+        data["guarded"] = [
+            {"memory_id": n.memory_id, "similarity": round(n.similarity, 4), "changed_fact": n.changed_fact,
+             "support": round(n.support, 3)}
+            for n in self.neighbours if n.support is not None and not n.agrees]
         return data
 
 
@@ -102,13 +113,15 @@ def recent_tier(con: "apsw.Connection", content_hash: str, namespace: str, domai
 
 
 def apply_guard(content: str, neighbours: list[Neighbour]) -> None:
-    """Mark each neighbour whose text states a different fact (numbers, negation, order, ...)."""
-    from .guard import changed_fact
+    """Mark each neighbour whose text states a different fact (numbers, negation, order, ...), and measure
+    how much content the two share (a clause one of them adds is a fact the other lacks)."""
+    from .guard import changed_fact, lexical_support
 
     for n in neighbours:
         verdict = changed_fact(n.content, content)
         if verdict.changed:
             n.changed_fact = f"{verdict.reason}: {verdict.detail}" if verdict.detail else str(verdict.reason)
+        n.support = lexical_support(n.content, content)
 
 
 @dataclass
@@ -154,7 +167,6 @@ def run_check(con: "apsw.Connection", inputs: CheckInputs, settings: "Settings",
 
     def semantic() -> None:
         if len(" ".join(inputs.content.split())) < settings.dedup_min_semantic_length:
-            result.tier_errors.pop("semantic", None)
             result.tiers_run[-1] = "semantic:skipped_short"
             return
         vector = embed(inputs.content, inputs.content_hash) if settings.dedup_semantic_enabled else None
@@ -166,9 +178,11 @@ def run_check(con: "apsw.Connection", inputs: CheckInputs, settings: "Settings",
             result.tiers_run[-1] = "semantic:text"
             result.threshold = threshold
             result.neighbours = text_neighbours(con, inputs.content, *scope)
-        apply_guard(inputs.content, [n for n in result.neighbours if n.similarity >= threshold])
+        floor = min(threshold, *(float(settings.values[k]) for k in GUARDED_ZONES)) if method == "embedding" \
+            else threshold
+        apply_guard(inputs.content, [n for n in result.neighbours if n.similarity >= floor])
         for n in result.neighbours:
-            if n.similarity >= threshold and not n.changed_fact:
+            if n.similarity >= threshold and n.agrees:
                 hit("semantic_similar", method, n.memory_id, n.similarity, n.content)
                 return
 

@@ -17,26 +17,28 @@ NAMESPACES = (
 _I = re.IGNORECASE
 MAX_CHARS = 8000  # only the start of a longer text is looked at
 
-# "Marker: ..." at the start of a sentence -> (namespace, confidence)
-_MARKERS: dict[str, tuple[str, float]] = {}
-for _ns, _conf, _words in [
+# "Marker: ..." at the start of a sentence -> (namespace, confidence). Section labels that often head mere
+# summaries ("Tests:", "Config:") count for less than explicit ones ("Decision:", "Gotcha:").
+_MARKER_TABLE = [
     ("decisions", 0.9, "decision|decisions|decided|adr"),
     ("patterns", 0.9, "pattern|convention|best practice|rule|guideline"),
-    ("learnings", 0.9, "learned|learning|lesson|lesson learned|lessons learned|gotcha|til|insight|finding|discovery"),
-    ("context", 0.85, "important|note|nb|context|constraint|background|why|caveat|warning"),
+    ("learnings", 0.9, "learned|lesson|lesson learned|lessons learned|gotcha|til|insight"),
+    ("learnings", 0.75, "learning|finding|discovery"),
+    ("context", 0.85, "important|note|nb|constraint|caveat|warning"),
+    ("context", 0.65, "context|background|why"),
     ("tech-debt", 0.85, "todo|fixme|tech debt|technical debt|hack|workaround"),
-    ("blockers", 0.85, "blocker|blocked|fixed|fix|root cause|bug|resolved"),
+    ("blockers", 0.85, "blocker|blocked|fixed|root cause|resolved"),
+    ("blockers", 0.7, "fix|bug"),
     ("security", 0.85, "security|vulnerability|cve"),
-    ("performance", 0.85, "performance|perf|benchmark"),
-    ("apis", 0.8, "api|endpoint"),
-    ("config", 0.8, "config|configuration|setting|settings"),
-    ("testing", 0.8, "testing|tests"),
+    ("performance", 0.8, "performance|perf|benchmark"),
+    ("apis", 0.65, "api|endpoint"),
+    ("config", 0.65, "config|configuration|setting|settings"),
+    ("testing", 0.6, "testing|tests"),
     ("progress", 0.8, "progress|milestone"),
-    ("help", 0.8, "help|how to|howto|tip"),
+    ("help", 0.65, "help|how to|howto|tip"),
     ("prompts", 0.8, "prompt|user preference|preference"),
-]:
-    for _w in _words.split("|"):
-        _MARKERS[_w] = (_ns, _conf)
+]
+_MARKERS = {w: (ns, conf) for ns, conf, words in _MARKER_TABLE for w in words.split("|")}
 _MARKER_RE = re.compile(
     r"(?:^|(?<=[.!?])\s+)(" + "|".join(sorted(map(re.escape, _MARKERS), key=len, reverse=True)) + r")\s*:\s*\S", _I
 )
@@ -133,7 +135,7 @@ def is_narration(sentence: str) -> bool:
         return False
     if _NARRATION.match(s) or _ANYWHERE_NARRATION.search(s):
         return True
-    return len(s.split()) <= 3 and not _MARKER_RE.match(s)
+    return len(s.split()) <= 3
 
 
 def strip_narration(text: str) -> str:

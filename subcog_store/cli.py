@@ -123,8 +123,9 @@ def describe_check(result) -> str:
         return "deduplication is disabled (SUBCOG_DEDUP_ENABLED=false)"
     tiers = ", ".join(result.tiers_run)
     if not result.is_duplicate:
-        extra = "".join(f"\n  changed fact vs {n.memory_id} ({n.similarity:.3f}): {n.changed_fact}"
-                        for n in result.neighbours if n.changed_fact)
+        extra = "".join(f"\n  not a duplicate of {n.memory_id} ({n.similarity:.3f}): "
+                        + (f"changed fact, {n.changed_fact}" if n.changed_fact else f"support {n.support:.2f}")
+                        for n in result.neighbours if n.support is not None and not n.agrees)
         return f"unique (tiers: {tiers}; {result.check_duration_ms:.1f} ms){extra}"
     return (f"duplicate: {result.reason} via {result.method}, similarity {result.similarity_score:.3f}, "
             f"matches {result.matched_urn} (tiers: {tiers}; {result.check_duration_ms:.1f} ms)")
@@ -246,7 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="subcog-store", description=__doc__.split("\n")[0],
                                      epilog="Exit codes: " + __doc__.split("Exit codes: ")[1])
     parser.add_argument("--db", help="database file (default: $SUBCOG_DB, else the XDG data directory)")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log warnings to stderr")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no warnings on stderr")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def add(name: str, help: str) -> argparse.ArgumentParser:
@@ -295,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING if args.verbose else logging.ERROR,
+    logging.basicConfig(level=logging.ERROR if args.quiet else logging.WARNING,
                         format="subcog-store: %(message)s")
     try:
         return COMMANDS[args.command](args)

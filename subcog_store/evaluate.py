@@ -52,7 +52,7 @@ class EvalReport:
 
 def evaluate(pairs: Iterable[LabeledPair], namespace: str = "context", embedder: "Embedder | None" = None,
              environ: dict[str, str] | None = None) -> EvalReport:
-    from .guard import changed_fact
+    from .guard import SUPPORT_MIN, changed_fact, lexical_support
     from .namespaces import canonical_namespace
     from .store import Store
 
@@ -61,7 +61,7 @@ def evaluate(pairs: Iterable[LabeledPair], namespace: str = "context", embedder:
     default_ns = canonical_namespace(namespace)
     store.embed_many([t for p in pairs for t in (p.a, p.b)]) if store.settings.dedup_semantic_enabled else None
     current = Counts()
-    rows: list[tuple[float, bool, bool]] = []  # similarity, guard says changed, label
+    rows: list[tuple[float, bool, bool, bool]] = []  # similarity, changed fact, enough support, label
     method = "embedding" if store.embedder is not None else "text"
     for i, pair in enumerate(pairs):
         ns = canonical_namespace(pair.namespace) if pair.namespace else default_ns
@@ -71,14 +71,17 @@ def evaluate(pairs: Iterable[LabeledPair], namespace: str = "context", embedder:
         current.add(result.is_duplicate, pair.label)
         similarity = result.similarity_score if result.is_duplicate else \
             max((n.similarity for n in result.neighbours), default=0.0)
-        rows.append((similarity, changed_fact(pair.a, pair.b).changed, pair.label))
+        rows.append((similarity, changed_fact(pair.a, pair.b).changed,
+                     lexical_support(pair.a, pair.b) >= SUPPORT_MIN, pair.label))
     table = []
     for threshold in THRESHOLDS:
-        plain, guarded = Counts(), Counts()
-        for similarity, changed, label in rows:
+        plain, guard, full = Counts(), Counts(), Counts()
+        for similarity, changed, supported, label in rows:
             plain.add(similarity >= threshold, label)
-            guarded.add(similarity >= threshold and not changed, label)
-        table.append({"threshold": threshold, "plain": plain.to_dict(), "guarded": guarded.to_dict()})
+            guard.add(similarity >= threshold and not changed, label)
+            full.add(similarity >= threshold and not changed and supported, label)
+        table.append({"threshold": threshold, "plain": plain.to_dict(), "guard": guard.to_dict(),
+                      "guard_support": full.to_dict()})
     threshold = store.settings.threshold(default_ns) if method == "embedding" else \
         float(store.settings.dedup_text_threshold)
     store.close()
@@ -92,12 +95,12 @@ def format_report(report: EvalReport) -> str:
     lines.insert(0, f"namespace {report.namespace}, threshold {report.threshold}, method {report.method} "
                     f"(current settings, guard on)")
     lines.append("")
-    lines.append("| threshold | plain flagged | plain P | plain R | guarded flagged | guarded P | guarded R |")
-    lines.append("|---|---|---|---|---|---|---|")
+    lines.append("| threshold | cosine only: flagged / P / R | + changed-fact guard | + guard + shared content |")
+    lines.append("|---|---|---|---|")
+    cell = lambda c: f"{c['flagged']} / {c['precision']} / {c['recall']}"  # noqa: E731
     for row in report.table:
-        p, g = row["plain"], row["guarded"]
-        lines.append(f"| {row['threshold']:.2f} | {p['flagged']} | {p['precision']} | {p['recall']} | "
-                     f"{g['flagged']} | {g['precision']} | {g['recall']} |")
-    lines.append("(the table's similarity is the check's best neighbour; its guard column applies the "
-                 "changed-fact guard only; the first lines are the full check as configured)")
+        lines.append(f"| {row['threshold']:.2f} | {cell(row['plain'])} | {cell(row['guard'])} | "
+                     f"{cell(row['guard_support'])} |")
+    lines.append("(similarity: each pair's best neighbour in its scope; the last column is the rule the store "
+                 "applies; the lines above the table are the full check with the current settings)")
     return "\n".join(lines)

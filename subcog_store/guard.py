@@ -2,9 +2,10 @@
 
 Sentence embeddings cannot see a changed fact ("TTL is 5 minutes" vs "TTL is 10 minutes" scores 0.985).
 `changed_fact(older, newer)` says whether two texts state different facts: numbers, versions, units, dates,
-negation/polarity, swapped participants, or content words the newer text adds. `lexical_support(a, b)` is a
-positive signal: how much of the content of each text the other one covers. Pure Python (re + stdlib),
-deterministic, well under a millisecond per sentence pair. Calibrated on MRPC train; see docs/guard.md.
+negation/polarity, swapped participants (symmetric in its arguments). `lexical_support(a, b)` is a positive
+signal: how much of the content of each text the other one covers. `is_duplicate` combines both with the cosine.
+Pure Python (re + stdlib), deterministic, well under a millisecond per sentence pair. Calibrated on MRPC train
+only; see docs/guard.md.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ SUPPORT_MIN = 0.6  # recommended lexical_support floor for a semantic duplicate 
 @dataclass(frozen=True)
 class GuardVerdict:
     changed: bool        # True: the texts state different facts; must NOT be treated as duplicates
-    reason: str | None   # "number", "version", "unit", "date", "negation", "polarity", "participants", "content"
+    reason: str | None   # "number", "version", "unit", "date", "negation", "polarity", "participants"
     detail: str          # human words, e.g. "5 minutes vs 10 minutes"
 
     def __bool__(self) -> bool:
@@ -462,7 +463,6 @@ def lexical_support(a: str, b: str) -> float:
 
 # ---------------------------------------------------------------- the guard
 
-CHECKS = ("number", "date", "polarity", "participants")
 
 
 def changed_fact(older: str, newer: str) -> GuardVerdict:

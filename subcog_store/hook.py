@@ -216,7 +216,7 @@ def _dedupe_batch(run: Run, store, candidates: list, domain: str) -> list:
     an exact match in the store, so a batch of repeats never pays for it.
     """
     from .check import exact_tier
-    from .guard import changed_fact
+    from .guard import is_duplicate
 
     kept, seen = [], {}
     for c in candidates:
@@ -243,8 +243,7 @@ def _dedupe_batch(run: Run, store, candidates: list, domain: str) -> list:
             for earlier in out:
                 if id(earlier) in vectors and earlier.namespace == c.namespace:
                     similarity = float(vectors[id(c)] @ vectors[id(earlier)])
-                    if similarity >= store.settings.threshold(c.namespace) and \
-                            not changed_fact(earlier.text, c.text).changed:
+                    if is_duplicate(earlier.text, c.text, similarity, store.settings.threshold(c.namespace)):
                         twin = (earlier, similarity)
                         break
         if twin:

@@ -54,13 +54,20 @@ def plan(check: CheckResult, content: str, policy: str, settings: "Settings", cr
                     if check.reason == "semantic_similar" else None)
     best = _best(check)
     if policy == "skip" or best is None or check.method == "text":
-        guarded = [n for n in check.neighbours if n.changed_fact and n.similarity >= (check.threshold or 1.0)]
+        guarded = [n for n in check.neighbours if not n.agrees and n.similarity >= (check.threshold or 1.0)]
+        changed = [n for n in guarded if n.changed_fact]
+        if changed:
+            return Plan("changed_fact", policy, True, content, changed[0], reasoning=changed[0].changed_fact)
         if guarded:
-            return Plan("changed_fact", policy, True, content, guarded[0], reasoning=guarded[0].changed_fact)
+            return Plan("stored", policy, True, content, guarded[0], reasoning=_low_support(guarded[0]))
         return Plan("stored", policy, True, content)
     if policy == "verify":
         return _verify(best, content, settings, created_at, matched_created_at, check.namespace)
     return _replace_or_merge(best, content, policy, settings, created_at, matched_created_at, check.namespace)
+
+
+def _low_support(n: Neighbour) -> str:
+    return f"similar ({n.similarity:.3f}) but shares few content words (support {n.support:.2f}): one adds a fact"
 
 
 def _verify(best: Neighbour, content: str, settings: "Settings", created_at: str, matched_at: str | None,
@@ -70,7 +77,7 @@ def _verify(best: Neighbour, content: str, settings: "Settings", created_at: str
         return Plan("stored", "verify", True, content)
     if best.changed_fact:
         return Plan("changed_fact", "verify", True, content, best, reasoning=best.changed_fact)
-    if best.similarity >= float(settings.verify_reject_threshold) and \
+    if best.similarity >= float(settings.verify_reject_threshold) and best.agrees and \
             word_overlap(best.content, content) >= NEAR_IDENTICAL_OVERLAP:
         return Plan("auto_reject", "verify", False, content, best, reasoning="near-identical text")
     command = str(settings.verify_cmd or "")
@@ -99,7 +106,7 @@ def _replace_or_merge(best: Neighbour, content: str, policy: str, settings: "Set
     if best.changed_fact:
         return Plan("changed_fact", policy, True, content, best, retire=[best.memory_id],
                     reasoning=f"update: {best.changed_fact}")
-    if best.similarity >= replace_at:
+    if best.similarity >= replace_at and best.agrees:
         return Plan("replaced", policy, True, content, best, retire=[best.memory_id])
     pair = plugins.Pair(best.content, content, matched_at, created_at, best.similarity, namespace)
     try:

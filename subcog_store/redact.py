@@ -40,7 +40,7 @@ _ASSIGN = re.compile(
     """
 )
 _PLACEHOLDER = re.compile(
-    r"(?i)^(?:none|null|nil|true|false|undefined|\[redacted\]|\*+|x+|\.\.\.|<.*|\$.*|%.*|\{.*|"
+    r"(?i)^(?:[a-z][a-z0-9+.-]*://.*|none|null|nil|true|false|undefined|\[redacted\]|\*+|x+|\.\.\.|<.*|\$.*|%.*|\{.*|"
     r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*[(\[].*|(?:os|self|cls|settings|config|env|process|environ)\..*)$"
 )
 _NEAR_SECRET_WORD = re.compile(

@@ -75,6 +75,7 @@ def test_high_entropy_strings_next_to_secret_words():
     "git clone git@github.com:org/repo.git and ssh://git@host/repo",
     "Tasks: task-list-abcdefghijklmnopqrstuvwxyz is a slug, ask-me-anything too.",
     "The key insight is that the cache is per process.",
+    "token : http://x.org/a (the docs page for tokens)",
 ])
 def test_ordinary_text_is_untouched(text):
     assert redact(text) == (text, 0)

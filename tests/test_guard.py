@@ -1,0 +1,149 @@
+"""The changed-fact guard: changed facts are flagged, paraphrases are not, and basic invariants hold."""
+from __future__ import annotations
+
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from subcog_store.guard import GuardVerdict, changed_fact, is_duplicate, lexical_support
+
+BRIEF_CHANGED = [
+    ("The cache TTL is 5 minutes.", "The cache TTL is 10 minutes.", "number"),
+    ("The auth service calls the billing service.", "The billing service calls the auth service.", "participants"),
+    ("Always run the migrations inside a transaction.", "Never run the migrations inside a transaction.", "negation"),
+    ("The project requires Python 3.8.", "The project requires Python 3.9.", "version"),
+    ("Pin the client to v1.2.0.", "Pin the client to v1.3.0.", "version"),
+    ("The job timeout is 5 minutes.", "The job timeout is 5 seconds.", "unit"),
+    ("The schema migration ran on 2024-03-01.", "The schema migration ran on 2024-03-08.", "date"),
+    ("The freeze starts in March.", "The freeze starts in April.", "date"),
+    ("Run the linter before committing.", "Don't run the linter before committing.", "negation"),
+    ("The API can return partial results.", "The API can't return partial results.", "negation"),
+    ("The worker retries failed jobs.", "The worker no longer retries failed jobs.", "negation"),
+    ("Enable query logging in staging.", "Disable query logging in staging.", "negation"),
+]
+
+OWN_CHANGED = [
+    ("Set the connection pool size to 20.", "Set the connection pool size to 50."),
+    ("The default page size of the list endpoint is 100 items.", "The default page size of the list endpoint is 50 items."),
+    ("We upgraded Node to 18.17.", "We upgraded Node to 20.5."),
+    ("The nightly backup runs at 02:00 UTC.", "The nightly backup runs at 03:00 UTC."),
+    ("Uploads are capped at 10 MB.", "Uploads are capped at 10 GB."),
+    ("Tokens expire after 24 hours.", "Tokens expire after 24 days."),
+    ("The release is scheduled for Friday.", "The release is scheduled for Monday."),
+    ("The frontend calls the gateway.", "The gateway calls the frontend."),
+    ("Copy the dump from staging to production.", "Copy the dump from production to staging."),
+    ("Rate limiting is enabled on the public API.", "Rate limiting is not enabled on the public API."),
+    ("Always squash commits before merging.", "Never squash commits before merging."),
+    ("The endpoint accepts two concurrent requests.", "The endpoint accepts three concurrent requests."),
+    ("We support Python 3.11 and later.", "We support Python 3.12 and later."),
+    ("Integration tests must pass before deploy.", "Integration tests need not pass before deploy."),
+]
+
+BRIEF_SAME = [
+    ("We decided to use PostgreSQL connection pooling through PgBouncer in transaction mode, because the app opens "
+     "a new session per request and the database hit its max_connections limit during the load test.",
+     "We chose PgBouncer in transaction mode for Postgres connection pooling since every request opens its own "
+     "session and we ran out of max_connections in the load test."),
+    ("Use PostgreSQL for storage", "  USE   postgresql   FOR storage  "),
+    ("Decided to drop Python 3.8 support.", "Python 3.8 is no longer supported."),
+    ("Run two workers per host.", "Run 2 workers per host."),
+]
+
+OWN_SAME = [
+    ("The cache TTL is 5 minutes.", "Cache entries live for 5 minutes."),
+    ("We use Redis for the session store.", "Sessions are kept in Redis."),
+    ("The billing service is written in Go.", "Billing is a Go service."),
+    ("Use pytest fixtures instead of setUp methods.", "Prefer pytest fixtures over setUp methods."),
+    ("The deploy script needs AWS credentials in the environment.",
+     "AWS credentials must be present in the environment for the deploy script."),
+    ("We pinned numpy to 1.26 because 2.0 broke the build.", "numpy is pinned to 1.26 since version 2.0 broke our build."),
+    ("The API returns 404 when the user does not exist.", "If the user doesn't exist, the API responds with 404."),
+    ("Migrations run automatically on startup.", "On startup, migrations are run automatically."),
+    ("The frontend talks to the backend over gRPC.", "gRPC is how the frontend talks to the backend."),
+    ("Store timestamps in UTC.", "Timestamps are stored in UTC."),
+    ("Logs are kept for 30 days.", "We keep logs for thirty days."),
+    ("CI runs the test suite on every pull request.", "Every pull request triggers the test suite in CI."),
+    ("The retry limit is three attempts.", "We retry at most 3 attempts."),
+    ("Never commit secrets to the repository.", "Secrets must not be committed to the repository."),
+]
+
+
+@pytest.mark.parametrize("older,newer,reason", BRIEF_CHANGED)
+def test_brief_changed_facts_are_flagged(older: str, newer: str, reason: str) -> None:
+    verdict = changed_fact(older, newer)
+    assert verdict.changed, (older, newer)
+    assert verdict.reason == reason
+    assert verdict.detail
+
+
+def test_detail_names_the_values() -> None:
+    assert changed_fact("The cache TTL is 5 minutes.", "The cache TTL is 10 minutes.").detail == \
+        "5 minutes vs 10 minutes"
+    assert changed_fact("Timeout is 5 minutes.", "Timeout is 5 seconds.").detail == "5 minutes vs 5 seconds"
+
+
+@pytest.mark.parametrize("older,newer", OWN_CHANGED)
+def test_own_changed_facts_are_flagged(older: str, newer: str) -> None:
+    assert changed_fact(older, newer).changed, (older, newer)
+    assert changed_fact(newer, older).changed, (newer, older)
+
+
+@pytest.mark.parametrize("older,newer", BRIEF_SAME + OWN_SAME)
+def test_paraphrases_are_not_flagged(older: str, newer: str) -> None:
+    verdict = changed_fact(older, newer)
+    assert not verdict.changed, verdict
+    assert verdict == GuardVerdict(False, None, "")
+    assert not changed_fact(newer, older).changed
+
+
+def test_pgbouncer_paraphrase_stays_a_duplicate() -> None:
+    older, newer = BRIEF_SAME[0]
+    assert lexical_support(older, newer) >= 0.6
+    assert is_duplicate(older, newer, cosine=0.93)
+
+
+def test_added_clause_lowers_support() -> None:
+    a = "The NEA report aims to help education groups shape their agendas."
+    b = "The NEA report aims to help education groups shape their agendas and mold the country's image of teachers."
+    assert lexical_support(a, b) <= 0.5
+    assert lexical_support(a, a) == 1.0
+
+
+def test_fast() -> None:
+    pairs = BRIEF_SAME + OWN_SAME + OWN_CHANGED
+    start = time.perf_counter()
+    for _ in range(20):
+        for a, b in pairs:
+            changed_fact(a + " x", b)  # defeat the token cache a little
+    per_pair = (time.perf_counter() - start) / (20 * len(pairs))
+    assert per_pair < 0.001
+
+
+words = st.sampled_from(["the", "cache", "TTL", "is", "5", "minutes", "not", "never", "Redis", "calls", "v1.2.0",
+                         "3.8", "billing", "service", "two", "2", "March", "Friday", "MB", "disable", "auth"])
+texts = st.lists(words, min_size=1, max_size=12).map(" ".join) | st.text(max_size=80)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts)
+def test_text_is_never_a_changed_fact_of_itself(text: str) -> None:
+    assert not changed_fact(text, text).changed
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts, st.sampled_from(["upper", "lower", "spaces", "title"]))
+def test_case_and_whitespace_variants_are_not_changed(text: str, how: str) -> None:
+    variant = {"upper": text.upper(), "lower": text.lower(), "title": text.title(),
+               "spaces": "  " + "   ".join(text.split()) + " \n"}[how]
+    assert not changed_fact(text, variant).changed, (text, variant)
+    assert not changed_fact(variant, text).changed
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts, texts)
+def test_symmetric(a: str, b: str) -> None:
+    assert changed_fact(a, b).changed == changed_fact(b, a).changed
+    assert lexical_support(a, b) == lexical_support(b, a)
+    assert 0.0 <= lexical_support(a, b) <= 1.0

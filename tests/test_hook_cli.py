@@ -1,0 +1,523 @@
+"""The hooks as Claude Code runs them: a real `subcog-store ... hook pre-compact` process, JSON on stdin.
+
+Whatever the input, the database or the model, a hook exits 0, prints output the client accepts
+(check_hook_output.problems), never a traceback, mentions a failure in a few words, and logs details, never
+content, to SUBCOG_HOOK_LOG.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from unittest import mock
+
+import apsw
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from subcog_store.hook import HookOptions, pre_compact, pre_compact_output
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLES = REPO / "samples"
+SCRIPT = Path(sys.executable).parent / "subcog-store"
+CLI = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "subcog_store"]
+# sentences of the sample transcripts that must never show up in the log
+DISTINCTIVE = ["max_connections limit during the load test", "every repository class takes a Connection",
+               "quokka marmalade"]
+IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def shared_path() -> Path:
+    return Path(os.environ.get("SUBCOG_SHARED_DIR") or Path(__file__).resolve().parents[2] / "shared")
+
+
+_checker = None
+
+
+def problems(event: str, text: str) -> list[str]:
+    global _checker
+    if _checker is None:
+        tool = shared_path() / "tools" / "check_hook_output.py"
+        if not tool.is_file():
+            pytest.skip(f"{tool} not present")
+        spec = importlib.util.spec_from_file_location("check_hook_output", tool)
+        _checker = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(_checker)
+    return _checker.problems(event, text)
+
+
+def payload(path: Path | str | None, session: str = "sess-cli", **extra) -> bytes:
+    data = {"session_id": session, "cwd": "/home/dev/shop", "hook_event_name": "PreCompact", "trigger": "manual",
+            "custom_instructions": None, **extra}
+    if path is not None:
+        data["transcript_path"] = str(path)
+    return json.dumps(data).encode()
+
+
+def base_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SUBCOG_")}
+    env["SUBCOG_HOOK_LOG"] = str(tmp_path / "hook.log")
+    env.update(extra)
+    return env
+
+
+def hook(tmp_path: Path, db: Path | str, stdin: bytes, *args: str, sub: str = "pre-compact",
+         env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, "--db", str(db), "hook", sub, *args], input=stdin, capture_output=True,
+                          env=env or base_env(tmp_path), timeout=timeout)
+
+
+def accepted(proc: subprocess.CompletedProcess, tmp_path: Path | None = None) -> str:
+    """Exit 0, no traceback, output the client accepts, no content in the log; returns the systemMessage."""
+    assert proc.returncode == 0, proc
+    assert b"Traceback" not in proc.stderr, proc.stderr.decode(errors="replace")
+    out = proc.stdout.decode("utf-8")
+    assert problems("PreCompact", out) == []
+    message = json.loads(out)["systemMessage"]
+    assert message.startswith("subcog:")
+    if tmp_path is not None:
+        assert_log_clean(tmp_path)
+    return message
+
+
+def assert_log_clean(tmp_path: Path) -> str:
+    log = tmp_path / "hook.log"
+    text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+    for sentence in DISTINCTIVE:
+        assert sentence not in text.lower(), sentence
+    return text
+
+
+def copy_sample(tmp_path: Path, name: str) -> Path:
+    target = tmp_path / f"{name}.jsonl"
+    shutil.copyfile(SAMPLES / f"{name}.jsonl", target)
+    return target
+
+
+def assistant(text: str, sidechain: bool = False) -> bytes:
+    return (json.dumps({"type": "assistant", "isSidechain": sidechain, "sessionId": "s", "uuid": "u",
+                        "message": {"role": "assistant", "content": [{"type": "text", "text": text}]}})
+            + "\n").encode()
+
+
+def count_memories(db: Path) -> int:
+    con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return con.execute("select count(*) from memories").fetchone()[0]
+    finally:
+        con.close()
+
+
+# -- bad input: the compaction goes on ---------------------------------------------------------------------
+@pytest.mark.parametrize("stdin, words", [
+    (b"", "empty hook input"),
+    (b"   \n", "empty hook input"),
+    (b"this is not json {", "not JSON"),
+    (b"\xff\xfe\x00{", "not JSON"),
+    (b"[1, 2, 3]", "not a JSON object"),
+    (b'"just a string"', "not a JSON object"),
+    (b"{}", "no transcript_path"),
+    (b'{"session_id": "x", "transcript_path": 17}', "no transcript_path"),
+    (b'{"session_id": ["x"], "transcript_path": ""}', "no transcript_path"),
+], ids=["empty", "blank", "not-json", "not-utf8", "array", "string", "no-fields", "path-not-str", "path-empty"])
+def test_bad_hook_input(tmp_path, stdin, words):
+    db = tmp_path / "s.db"
+    message = accepted(hook(tmp_path, db, stdin), tmp_path)
+    assert words in message
+    assert "see " in message and str(tmp_path / "hook.log") in message
+    assert words in (tmp_path / "hook.log").read_text()
+
+
+@pytest.mark.parametrize("kind", ["missing", "directory", "unreadable"])
+def test_transcript_that_cannot_be_read(tmp_path, kind):
+    path = tmp_path / "t.jsonl"
+    if kind == "directory":
+        path.mkdir()
+    elif kind == "unreadable":
+        if IS_ROOT:
+            pytest.skip("root reads a chmod 000 file anyway")
+        shutil.copyfile(SAMPLES / "session-a.jsonl", path)
+        path.chmod(0)
+    message = accepted(hook(tmp_path, tmp_path / "s.db", payload(path)), tmp_path)
+    assert "transcript unreadable" in message
+    assert "cannot open transcript" in (tmp_path / "hook.log").read_text()
+
+
+def test_binary_garbage_transcript(tmp_path):
+    rng = random.Random(7)
+    path = tmp_path / "garbage.jsonl"
+    path.write_bytes(b"".join(bytes(rng.randrange(256) for _ in range(rng.randrange(1, 3000))) + b"\n"
+                              for _ in range(200)))
+    db = tmp_path / "s.db"
+    message = accepted(hook(tmp_path, db, payload(path)), tmp_path)
+    assert message == "subcog: nothing new to capture since the last run"
+    assert count_memories(db) == 0
+
+
+def test_invalid_utf8_lines_cost_only_themselves(tmp_path):
+    path = tmp_path / "t.jsonl"
+    good = (SAMPLES / "session-a.jsonl").read_bytes().splitlines(keepends=True)
+    bad = [b'{"type":"assistant","message":{"content":"We decided to ship quokka marmalade \xff\xfe daily."}}\n',
+           b"\xc3\x28 not utf-8 at all\n", b'{"type": "assistant", "message": {"content": "\xed\xa0\x80"}}\n']
+    path.write_bytes(b"".join(good[:5] + bad + good[5:]))
+    db = tmp_path / "s.db"
+    message = accepted(hook(tmp_path, db, payload(path)), tmp_path)
+    assert message == "subcog: captured 7 memories, skipped 1 duplicate"
+    assert count_memories(db) == 7
+
+
+def test_torn_last_line(tmp_path):
+    db = tmp_path / "s.db"
+    path = copy_sample(tmp_path, "session-b")
+    assert accepted(hook(tmp_path, db, payload(path)), tmp_path) == "subcog: captured 6 memories, skipped 0 duplicates"
+    with path.open("ab") as f:
+        f.write(b' use Kafka for the order events, because consumers must replay a week of history."}]}}\n')
+    assert accepted(hook(tmp_path, db, payload(path)), tmp_path) == "subcog: captured 1 memory, skipped 0 duplicates"
+
+
+def test_a_100_mb_transcript_finishes_within_the_budget(tmp_path):
+    path = tmp_path / "big.jsonl"
+    tool = json.dumps({"type": "user", "isSidechain": False, "sessionId": "s", "uuid": "u",
+                       "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t",
+                                                                "content": "0123456789abcdef" * 256}]}}) + "\n"
+    block = tool.encode() * 1000
+    with path.open("wb") as f:
+        i = 0
+        while f.tell() < 100 << 20:
+            f.write(block)
+            f.write(assistant(f"We decided to shard the event table by tenant number {i} because one "
+                              "partition held most of the writes."))
+            i += 1
+    assert path.stat().st_size >= 100 << 20
+    started = time.monotonic()
+    proc = hook(tmp_path, tmp_path / "s.db", payload(path), env=base_env(tmp_path, SUBCOG_HOOK_BUDGET_SECS="5"))
+    elapsed = time.monotonic() - started
+    message = accepted(proc, tmp_path)
+    assert elapsed < 15, elapsed
+    assert "captured" in message or "time budget" in message
+    path.unlink()
+
+
+# -- the database -------------------------------------------------------------------------------------------
+LOCKER = """
+import sys, time, apsw
+con = apsw.Connection(sys.argv[1])
+con.execute("begin exclusive")
+print("locked", flush=True)
+time.sleep(float(sys.argv[2]))
+con.execute("rollback")
+"""
+
+
+def lock(db: Path, seconds: float) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", LOCKER, str(db), str(seconds)], stdout=subprocess.PIPE)
+    assert proc.stdout.readline().strip() == b"locked"
+    return proc
+
+
+def new_store(db: Path) -> None:
+    from subcog_store.store import Store
+
+    Store(db).close()
+
+
+def test_a_briefly_locked_database_is_waited_for(tmp_path):
+    db = tmp_path / "s.db"
+    new_store(db)
+    locker = lock(db, 3)
+    try:
+        started = time.monotonic()
+        message = accepted(hook(tmp_path, db, payload(copy_sample(tmp_path, "session-a")), timeout=30), tmp_path)
+        assert time.monotonic() - started < 15
+    finally:
+        locker.kill()
+        locker.wait()
+    assert message == "subcog: captured 7 memories, skipped 1 duplicate"
+
+
+@pytest.mark.xfail(reason="BUG: SQLite busy waits (10 s BUSY_TIMEOUT_MS per write) ignore the hook's time budget: "
+                          "with a held lock and SUBCOG_HOOK_BUDGET_SECS=2 the hook runs ~21 s (one failed capture, "
+                          "then _save_run), ~31 s with the default 20 s budget, past the 30 s hook timeout",
+                   strict=True)
+def test_a_locked_database_does_not_outlast_the_budget(tmp_path):
+    db = tmp_path / "s.db"
+    new_store(db)
+    locker = lock(db, 60)
+    try:
+        started = time.monotonic()
+        try:
+            proc = hook(tmp_path, db, payload(copy_sample(tmp_path, "session-a")),
+                        env=base_env(tmp_path, SUBCOG_HOOK_BUDGET_SECS="2"), timeout=8)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the hook was still running after {time.monotonic() - started:.1f} s (budget 2 s)")
+    finally:
+        locker.kill()
+        locker.wait()
+    message = accepted(proc, tmp_path)
+    assert "locked" in (tmp_path / "hook.log").read_text()
+    assert "see " in message
+
+
+def test_db_directory_missing(tmp_path):
+    db = tmp_path / "no" / "such" / "dir" / "s.db"
+    message = accepted(hook(tmp_path, db, payload(copy_sample(tmp_path, "session-a"))), tmp_path)
+    assert "memory store unavailable" in message
+    assert "does not exist" in (tmp_path / "hook.log").read_text()
+    assert not (tmp_path / "no").exists()
+
+
+def test_db_directory_read_only(tmp_path):
+    if IS_ROOT:
+        pytest.skip("root writes into a read-only directory anyway")
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    try:
+        message = accepted(hook(tmp_path, ro / "s.db", payload(copy_sample(tmp_path, "session-a"))), tmp_path)
+    finally:
+        ro.chmod(0o755)
+    assert "memory store unavailable" in message
+
+
+@pytest.mark.parametrize("kind", ["text", "other-sqlite"])
+def test_a_file_that_is_not_a_subcog_db_is_left_alone(tmp_path, kind):
+    db = tmp_path / "other.db"
+    if kind == "text":
+        db.write_bytes(b"my notes, not a database\n" * 100)
+    else:
+        con = apsw.Connection(str(db))
+        con.execute("create table t (x); insert into t values (1)")
+        con.close()
+    before = db.read_bytes()
+    message = accepted(hook(tmp_path, db, payload(copy_sample(tmp_path, "session-a"))), tmp_path)
+    assert "memory store unavailable" in message
+    assert db.read_bytes() == before
+    assert "not a" in (tmp_path / "hook.log").read_text()
+
+
+def test_the_model_missing_falls_back_to_the_text_tier(tmp_path):
+    empty = tmp_path / "no-model"
+    empty.mkdir()
+    db = tmp_path / "s.db"
+    env = base_env(tmp_path, SUBCOG_MODEL_DIR=str(empty))
+    message = accepted(hook(tmp_path, db, payload(copy_sample(tmp_path, "session-a")), env=env), tmp_path)
+    assert message == "subcog: captured 7 memories, skipped 1 duplicate"
+    assert "semantic tier off" in (tmp_path / "hook.log").read_text()
+    message = accepted(hook(tmp_path, db, payload(copy_sample(tmp_path, "session-b"), "sess-b"), env=env), tmp_path)
+    assert message.startswith("subcog: captured ")
+    assert count_memories(db) > 7
+
+
+def test_an_unwritable_log_does_not_break_the_hook(tmp_path):
+    env = base_env(tmp_path, SUBCOG_HOOK_LOG="/dev/null/hook.log")
+    proc = hook(tmp_path, tmp_path / "s.db", b"", env=env)
+    assert accepted(proc).startswith("subcog:")
+
+
+# -- formats ------------------------------------------------------------------------------------------------
+def test_format_subcog_is_the_legacy_report(tmp_path):
+    db = tmp_path / "s.db"
+    proc = hook(tmp_path, db, payload(copy_sample(tmp_path, "session-a")), "--format", "subcog")
+    assert proc.returncode == 0 and b"Traceback" not in proc.stderr
+    out = json.loads(proc.stdout)
+    spec = out["hookSpecificOutput"]
+    assert list(out) == ["hookSpecificOutput"] and spec["hookEventName"] == "PreCompact"
+    # documented: the real client rejects this variant on PreCompact
+    assert problems("PreCompact", proc.stdout.decode()) == [
+        "hookSpecificOutput.hookEventName 'PreCompact' is not accepted by the client"]
+    context = spec["additionalContext"]
+    assert context.startswith("Captured 7 memories before compaction:\n1. **decisions**: We decided to use PostgreSQL")
+    assert "(subcog://project/decisions/" in context
+    proc = hook(tmp_path, db, payload(copy_sample(tmp_path, "session-b"), "sess-b"), "--format", "subcog")
+    context = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "- Exact match: Pattern: every repository class" in context
+    assert "- Semantic 9" in context and "(changed fact: updates subcog://project/decisions/" in context
+    proc = hook(tmp_path, db, b"garbage", "--format", "subcog")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_dry_run_through_the_cli(tmp_path):
+    db = tmp_path / "s.db"
+    message = accepted(hook(tmp_path, db, payload(copy_sample(tmp_path, "session-a")), "--dry-run"), tmp_path)
+    assert message == "subcog: would capture 7 memories, skipped 1 duplicate"
+    assert not list(tmp_path.glob("s.db*"))
+
+
+# -- session-start ------------------------------------------------------------------------------------------
+def start(session: str, source: str = "compact") -> bytes:
+    return json.dumps({"session_id": session, "transcript_path": "/x.jsonl", "cwd": "/x",
+                       "hook_event_name": "SessionStart", "source": source}).encode()
+
+
+def session_start(tmp_path: Path, db: Path, stdin: bytes) -> str:
+    proc = hook(tmp_path, db, stdin, sub="session-start")
+    assert proc.returncode == 0 and b"Traceback" not in proc.stderr, proc
+    out = proc.stdout.decode("utf-8")
+    assert problems("SessionStart", out) == []
+    return out
+
+
+def test_session_start_after_a_compaction(tmp_path):
+    db = tmp_path / "s.db"
+    assert session_start(tmp_path, db, start("sess-cli")) == ""  # no store yet
+    accepted(hook(tmp_path, db, payload(copy_sample(tmp_path, "session-a"))))
+    for stdin in (b"", b"garbage", b"[]", b"{}", start("sess-cli", "startup"), start("sess-cli", "resume"),
+                  start("someone-else")):
+        assert session_start(tmp_path, db, stdin) == "", stdin
+    out = session_start(tmp_path, db, start("sess-cli"))
+    spec = json.loads(out)["hookSpecificOutput"]
+    assert spec["hookEventName"] == "SessionStart"
+    assert "1. **decisions**: We decided to use PostgreSQL" in spec["additionalContext"]
+    assert session_start(tmp_path, db, start("sess-cli")) == ""
+    assert session_start(tmp_path, tmp_path / "other.txt", start("sess-cli")) == ""
+    (tmp_path / "notdb").write_text("hello")
+    assert session_start(tmp_path, tmp_path / "notdb", start("sess-cli")) == ""
+    assert_log_clean(tmp_path)
+
+
+# -- generated input ----------------------------------------------------------------------------------------
+TEXTS = ["We decided to use PgBouncer in transaction mode because the database ran out of connections.",
+         "Learned that the retry middleware retries POST requests too, which caused double charges.",
+         "Pattern: every handler validates input at the edge and passes typed objects inward.",
+         "Now let me run the tests.", "ok", "", "Decided to use the key sk-ant-abcdefghijklmnopqrstuvwxyz123456 now.",
+         "## Heading\n\n- item one that is short\n\n```\ncode block\n```", "Fixed the flaky timeout bug in CI."]
+text_st = st.one_of(st.sampled_from(TEXTS), st.text(max_size=120))
+block_st = st.one_of(
+    st.builds(lambda t: {"type": "text", "text": t}, text_st),
+    st.builds(lambda t: {"type": "thinking", "thinking": t}, text_st),
+    st.builds(lambda t: {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": t}}, text_st),
+    st.builds(lambda t: {"type": "tool_result", "tool_use_id": "t1", "content": t}, text_st),
+    st.just({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}),
+    st.dictionaries(st.text(max_size=5), st.none() | st.integers() | st.text(max_size=10), max_size=3),
+    st.none(), st.integers(),
+)
+record_st = st.builds(
+    lambda kind, side, content, extra: {"type": kind, "isSidechain": side, "uuid": "u", "sessionId": "s",
+                                        "message": {"role": kind, "content": content}, **extra},
+    st.sampled_from(["assistant", "user", "summary", "progress", "file-history-snapshot", "queue-operation", "x"]),
+    st.one_of(st.booleans(), st.none(), st.just("yes")),
+    st.one_of(text_st, st.lists(block_st, max_size=4), st.none(), st.integers()),
+    st.dictionaries(st.sampled_from(["parentUuid", "timestamp", "message", "type"]),
+                    st.none() | st.integers() | st.text(max_size=5), max_size=2),
+)
+line_st = st.one_of(
+    record_st.map(lambda r: json.dumps(r).encode() + b"\n"),
+    record_st.map(lambda r: json.dumps(r, ensure_ascii=False).encode() + b"\n"),
+    st.binary(max_size=200).map(lambda b: b + b"\n"),
+    st.sampled_from([b"\n", b"[]\n", b"null\n", b"1e999\n", b'"s"\n', b"{" * 50 + b"\n", b"[" * 2000 + b"\n"]),
+)
+transcript_st = st.tuples(st.lists(line_st, max_size=12),
+                          st.one_of(st.just(b""), record_st.map(lambda r: json.dumps(r).encode()[:-3]),
+                                    st.binary(max_size=50)))
+value_st = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=20),
+                     st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+payload_st = st.dictionaries(
+    st.sampled_from(["session_id", "transcript_path", "cwd", "hook_event_name", "trigger", "custom_instructions",
+                     "agent_id", "prompt_id"]) | st.text(max_size=8), value_st, max_size=7)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(payload_st, transcript_st, st.booleans(), st.sampled_from(["default", "subcog"]))
+def test_generated_payloads_and_transcripts(fields, transcript, point_at_file, fmt):
+    lines, tail = transcript
+    with tempfile.TemporaryDirectory() as tmp, \
+            mock.patch.dict(os.environ, {"SUBCOG_HOOK_LOG": f"{tmp}/hook.log",
+                                         "SUBCOG_DEDUP_SEMANTIC_ENABLED": "false"}):
+        path = Path(tmp) / "t.jsonl"
+        path.write_bytes(b"".join(lines) + tail)
+        if point_at_file:
+            fields = {**fields, "transcript_path": str(path)}
+        raw = json.dumps(fields).encode()
+        for dry_run in (False, True):
+            result = pre_compact(raw, HookOptions(db=Path(tmp) / "s.db", dry_run=dry_run, budget_secs=10))
+            json.dumps(result.report())
+            out = pre_compact_output(result, fmt)
+            parsed = json.loads(out)
+            if fmt == "default":
+                assert problems("PreCompact", out) == []
+                assert isinstance(parsed["systemMessage"], str)
+            else:
+                assert isinstance(parsed["hookSpecificOutput"]["additionalContext"], str)
+            if point_at_file and isinstance(fields.get("transcript_path"), str):
+                assert result.errors == [] or all("capture" in e["summary"] for e in result.errors), result.errors
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_generated_transcripts_through_the_cli(tmp_path, seed):
+    rng = random.Random(seed)
+    sample = (SAMPLES / "session-a.jsonl").read_bytes().splitlines(keepends=True)
+    lines = []
+    for _ in range(40):
+        pick = rng.random()
+        if pick < 0.5:
+            lines.append(rng.choice(sample))
+        elif pick < 0.7:
+            lines.append(bytes(rng.randrange(256) for _ in range(rng.randrange(1, 300))) + b"\n")
+        elif pick < 0.85:
+            line = rng.choice(sample)
+            lines.append(line[:rng.randrange(1, len(line))] + b"\n")
+        else:
+            lines.append(assistant(rng.choice(TEXTS)))
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"".join(lines) + rng.choice(sample)[:50])
+    db = tmp_path / "s.db"
+    for fields in (json.loads(payload(path)), {"transcript_path": str(path), "session_id": None, "extra": [1]}):
+        accepted(hook(tmp_path, db, json.dumps(fields).encode()), tmp_path)
+    assert session_start(tmp_path, db, start("sess-cli")).startswith('{"hookSpecificOutput"')
+
+
+# -- install-hooks ------------------------------------------------------------------------------------------
+def install(project: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SUBCOG_")}
+    return subprocess.run([*CLI, "install-hooks", "--project", str(project), *args], capture_output=True, text=True,
+                          env=env, timeout=60)
+
+
+def test_install_hooks_writes_both_hooks_and_merges(tmp_path):
+    project = tmp_path / "proj"
+    project.mkdir()
+    proc = install(project)
+    assert proc.returncode == 0, proc.stderr
+    settings_file = project / ".claude" / "settings.json"
+    data = json.loads(settings_file.read_text())
+    (pre,) = data["hooks"]["PreCompact"]
+    (ss,) = data["hooks"]["SessionStart"]
+    assert pre["matcher"] == "" and ss["matcher"] == "compact"
+    assert pre["hooks"][0]["type"] == "command" and pre["hooks"][0]["command"].endswith(" hook pre-compact")
+    assert ss["hooks"][0]["command"].endswith(" hook session-start")
+    assert pre["hooks"][0]["timeout"] == 30 and ss["hooks"][0]["timeout"] == 10
+    again = install(project)
+    assert again.returncode == 0 and "unchanged" in again.stdout
+
+    other = tmp_path / "other"
+    (other / ".claude").mkdir(parents=True)
+    mine = {"model": "opus", "hooks": {"PreCompact": [{"matcher": "manual", "hooks": [
+        {"type": "command", "command": "echo mine"}]}], "Stop": [{"hooks": [{"type": "command", "command": "x"}]}]}}
+    (other / ".claude" / "settings.json").write_text(json.dumps(mine))
+    proc = install(other)
+    assert proc.returncode == 0 and "updated" in proc.stdout
+    merged = json.loads((other / ".claude" / "settings.json").read_text())
+    assert merged["model"] == "opus" and merged["hooks"]["Stop"] == mine["hooks"]["Stop"]
+    assert merged["hooks"]["PreCompact"][0] == mine["hooks"]["PreCompact"][0]
+    assert [g["matcher"] for g in merged["hooks"]["PreCompact"]] == ["manual", ""]
+    assert [g["matcher"] for g in merged["hooks"]["SessionStart"]] == ["compact"]
+    assert "unchanged" in install(other).stdout
+
+
+def test_install_hooks_refuses_invalid_json(tmp_path):
+    project = tmp_path / "proj"
+    (project / ".claude").mkdir(parents=True)
+    settings_file = project / ".claude" / "settings.json"
+    settings_file.write_bytes(b'{"hooks": {,}')
+    proc = install(project)
+    assert proc.returncode == 2
+    assert "not valid JSON" in proc.stderr and "Traceback" not in proc.stderr
+    assert settings_file.read_bytes() == b'{"hooks": {,}'
+    assert sorted(p.name for p in (project / ".claude").iterdir()) == ["settings.json"]
