@@ -146,7 +146,7 @@ def measure_size(n: int, corpus: corpus_mod.Corpus, vectors: np.ndarray, qvector
 
     rng = random.Random(n)
     path = OUT / f"store-{n}.db"
-    res: dict = {"n": n, "path": str(path)}
+    res: dict = {"n": n, "path": str(path), "load_avg": os.getloadavg()[0]}
     sentences = corpus.sentences[:n]
     matrix = np.ascontiguousarray(vectors[:n])
     res["build"] = build_store(path, sentences, matrix)
@@ -380,6 +380,7 @@ def report(info: dict, emb: dict, results: list[dict], cold: dict[int, dict], ba
     def row(label: str, fn) -> None:
         rows.append([label] + [fn(r) for r in results])
 
+    row("load average (1 min) when this size started", lambda r: f"{r['load_avg']:.1f}")
     row("exact hit: whole `check_duplicate` (incl. check log write)", lambda r: p50_95(r["exact"]["check_ms"]))
     row("exact tier (`tier_ms`)", lambda r: p50_95(r["exact"]["tier_ms"]))
     row("exact tier SQL alone (`find_exact_match`)", lambda r: p50_95(r["exact"]["sql_ms"]))
@@ -480,7 +481,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="1000,10000,100000", help="comma-separated store sizes")
     parser.add_argument("--quick", action="store_true", help="1k and 10k, fewer repetitions")
     parser.add_argument("--no-metrics", action="store_true", help="skip the l2 vs cosine comparison")
-    parser.add_argument("--json", help="also write the raw measurements to this file")
+    parser.add_argument("--json", default=str(OUT / "bench_store-last.json"),
+                        help="write the raw measurements here (default: bench/out/bench_store-last.json)")
     cfg = parser.parse_args(argv)
     if cfg.quick and cfg.sizes == parser.get_default("sizes"):
         cfg.sizes = "1000,10000"
@@ -510,6 +512,7 @@ def main(argv: list[str] | None = None) -> int:
         metrics["n"] = max(sizes)
     text, ok = report(info, emb, results, cold, base, metrics, cfg)
     print(text)
+    print(f"\nLoad average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}.")
     print(f"\nbench_store finished in {time.perf_counter() - started:.0f} s: "
           f"{'all targets PASS' if ok else 'some targets MISS'}")
     if cfg.json:

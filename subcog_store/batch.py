@@ -384,16 +384,20 @@ class _UnionFind:
 
 
 def _guard_fn() -> Callable[[str, str], tuple[bool, str]]:
-    from .guard import changed_fact
+    from .guard import SUPPORT_MIN, changed_fact, lexical_support
 
     cache: dict[tuple[str, str], tuple[bool, str]] = {}
 
     def check(older: str, newer: str) -> tuple[bool, str]:
+        """(vetoed, reason): a changed fact, or too little shared content (one text adds a fact)."""
         key = (older, newer)
         if key not in cache:
             verdict = changed_fact(older, newer)
-            reason = f"{verdict.reason}: {verdict.detail}" if verdict.detail else str(verdict.reason)
-            cache[key] = (bool(verdict.changed), reason if verdict.changed else "")
+            if verdict.changed:
+                cache[key] = (True, f"{verdict.reason}: {verdict.detail}" if verdict.detail else str(verdict.reason))
+            else:
+                support = lexical_support(older, newer)
+                cache[key] = (support < SUPPORT_MIN, f"support {support:.2f}" if support < SUPPORT_MIN else "")
         return cache[key]
     return check
 

@@ -9,6 +9,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Callable
 
+from .normalize import content_hash
 from .sqlfiles import q
 from .textsim import fts_query, word_overlap
 
@@ -182,6 +183,9 @@ def run_check(con: "apsw.Connection", inputs: CheckInputs, settings: "Settings",
             else threshold
         apply_guard(inputs.content, [n for n in result.neighbours if n.similarity >= floor])
         for n in result.neighbours:
+            if content_hash(n.content) == inputs.content_hash:  # stored since the exact tier looked
+                hit("exact_match", "hash", n.memory_id, 1.0, n.content)
+                return
             if n.similarity >= threshold and n.agrees:
                 hit("semantic_similar", method, n.memory_id, n.similarity, n.content)
                 return

@@ -95,11 +95,20 @@ def jsonl_requests(stream) -> list[tuple[int, dict | str]]:
 
 
 def run_jsonl(args: argparse.Namespace, capture: bool) -> int:
+    from .store import validate_content
+
     store = open_store(args)
     requests = jsonl_requests(sys.stdin.buffer)
-    store.embed_many([r["content"] for _, r in requests if isinstance(r, dict) and isinstance(r["content"], str)
-                      and len(r["content"]) >= int(store.settings.dedup_min_semantic_length)]
-                     if store.settings.dedup_semantic_enabled else [])
+    long_texts = []
+    for _, request in requests:
+        if isinstance(request, dict):
+            try:
+                text = validate_content(request["content"])
+            except SubcogError:
+                continue
+            if len(text) >= int(store.settings.dedup_min_semantic_length):
+                long_texts.append(text)
+    store.embed_many(long_texts)
     failed = 0
     for number, request in requests:
         try:

@@ -19,6 +19,7 @@ from .report import markdown, system_message
 
 log = logging.getLogger("subcog_store.hook")
 TAGS = ["auto-captured", "pre-compact"]
+SAVE_GRACE_SECS = 0.5
 SOURCE = "pre-compact-hook"
 
 
@@ -148,6 +149,8 @@ def pre_compact(raw: bytes, options: HookOptions) -> Run:
 
 
 def _capture_transcript(run: Run, options: HookOptions, deadline: float) -> None:
+    import apsw
+
     from .candidates import extract_candidates
     from .errors import SubcogError
     from .store import Store
@@ -173,10 +176,22 @@ def _capture_transcript(run: Run, options: HookOptions, deadline: float) -> None
         run.redacted = sum(c.text.count("[REDACTED]") for c in candidates)
         fresh = _dedupe_batch(run, store, candidates, options.domain)
         finished = _capture_all(run, store, fresh, options, deadline)
-        if finished and not options.dry_run:
-            _save_offset(store, session_key, run.transcript_path, read.next_offset)
-        if not options.dry_run:
+        if options.dry_run:
+            return
+        keep_to_budget(store, deadline, grace=SAVE_GRACE_SECS)
+        try:
+            if finished:
+                _save_offset(store, session_key, run.transcript_path, read.next_offset)
             _save_run(store, run)
+        except apsw.Error as e:
+            run.fail("could not save the run (the captures are saved)", e)
+
+
+def keep_to_budget(store, deadline: float, grace: float = 0.0) -> None:
+    """Waiting for another process's lock must not outlast the hook's time budget (plus a short grace for
+    saving where the run stopped, so its progress is not lost)."""
+    remaining = max(deadline - time.monotonic(), 0.0)
+    store.con.setbusytimeout(max(1, int(max(remaining, grace) * 1000)))
 
 
 def _stored_offset(store, session_key: str, path: str) -> int:
@@ -263,6 +278,7 @@ def _capture_all(run: Run, store, candidates: list, options: HookOptions, deadli
         if time.monotonic() > deadline:
             run.fail("time budget used up; the rest is captured next time", "budget")
             return False
+        keep_to_budget(store, deadline)
         try:
             if options.dry_run:
                 check = store.check_duplicate(c.text, c.namespace, options.domain, log_check=False)
@@ -274,6 +290,9 @@ def _capture_all(run: Run, store, candidates: list, options: HookOptions, deadli
                 reasoning = result.reasoning
         except SubcogError as e:
             run.fail("a capture failed", f"{type(e).__name__} for {fingerprint(c.text)}: {e}")
+            if "locked" in str(e):
+                run.fail("memory store locked; the rest is captured next time", e)
+                return False
             continue
         if stored:
             changed = next((n for n in check.neighbours if n.changed_fact), None)

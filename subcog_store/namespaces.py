@@ -12,7 +12,9 @@ DEFAULT_DOMAIN = "project"
 
 def canonical_namespace(name: str) -> str:
     """Case-insensitive; `-`, `_` and nothing between words are the same (`techdebt`, `tech_debt` → `tech-debt`)."""
-    key = str(name).strip().lower().replace("_", "").replace("-", "")
+    if not isinstance(name, str):
+        raise InvalidInput(f"invalid namespace {name!r}: a namespace is text")
+    key = name.strip().lower().replace("_", "").replace("-", "")
     for namespace in NAMESPACES:
         if namespace.replace("-", "") == key:
             return namespace
@@ -21,6 +23,8 @@ def canonical_namespace(name: str) -> str:
 
 def canonical_domain(domain: str | None) -> str:
     """A domain is any short non-empty label without '/' (it is part of the URN)."""
+    if domain is not None and not isinstance(domain, str):
+        raise InvalidInput(f"invalid domain {domain!r}: a domain is text")
     value = (domain or DEFAULT_DOMAIN).strip()
     if not value or "/" in value or len(value) > 100:
         raise InvalidInput(f"invalid domain {domain!r}: a non-empty label of at most 100 characters, no '/'")

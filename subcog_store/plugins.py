@@ -11,7 +11,7 @@ import shlex
 import subprocess
 from dataclasses import dataclass
 
-from .textsim import word_overlap
+from .textsim import significant_tokens
 
 MERGE_PROMPT = (
     "Merge these two memories into one. Combine all distinct information from both, prefer the newer "
@@ -84,12 +84,22 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.split(text.strip()) if s.strip()]
 
 
+def covers(sentence: str, other: str) -> bool:
+    """Does `other` speak to what `sentence` says: the same fact reworded, or a newer value of it (the
+    newer memory wins a conflict)?"""
+    from .guard import SUPPORT_MIN, lexical_support
+
+    words = significant_tokens(sentence)
+    contained = len(words & significant_tokens(other)) / len(words) if words else 1.0
+    return contained >= 0.8 or lexical_support(sentence, other) >= SUPPORT_MIN
+
+
 def builtin_merge(older: str, newer: str) -> str:
     """Keep the newer text and append the older text's sentences that the newer one lacks."""
     kept = newer.strip()
     newer_sentences = sentences(newer)
     for sentence in sentences(older):
-        if not any(word_overlap(sentence, other) >= 0.8 for other in newer_sentences):
+        if not any(covers(sentence, other) for other in newer_sentences):
             kept += ("" if kept.endswith((".", "!", "?")) else ".") + " " + sentence
             newer_sentences.append(sentence)
     return kept

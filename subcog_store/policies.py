@@ -46,8 +46,8 @@ def _best(check: CheckResult) -> Neighbour | None:
 def plan(check: CheckResult, content: str, policy: str, settings: "Settings", created_at: str,
          matched_created_at: str | None = None) -> Plan:
     """Decide what to do with `content` given its check result and the namespace's policy."""
-    matched = Neighbour(check.matched_memory_id or "", check.matched_content or "", check.similarity_score or 1.0) \
-        if check.is_duplicate else None
+    matched = Neighbour(check.matched_memory_id, check.matched_content or "", check.similarity_score or 1.0) \
+        if check.is_duplicate and check.matched_memory_id else None
     if check.is_duplicate and (policy == "skip" or check.reason != "semantic_similar" or check.method == "text"):
         return Plan(SKIP_DECISIONS[check.reason or "exact_match"], policy, False, content, matched,
                     reasoning=f"{check.method} similarity {check.similarity_score:.3f} >= {check.threshold}"

@@ -20,7 +20,7 @@ def _ago(seconds: float | None) -> str:
 def system_message(report: dict) -> str:
     """One line for the user, e.g. 'subcog: captured 3 memories, skipped 2 duplicates'."""
     captured, skipped = len(report["captured"]), len(report["skipped"])
-    if not captured and not skipped and not report.get("errors"):
+    if not captured and not skipped and not report.get("errors") and not report.get("truncated"):
         return "subcog: nothing new to capture since the last run"
     verb = "would capture" if report.get("dry_run") else "captured"
     text = (f"subcog: {verb} {captured} memor{'y' if captured == 1 else 'ies'}, "
@@ -30,6 +30,8 @@ def system_message(report: dict) -> str:
         text += f" ({changed} changed fact{'' if changed == 1 else 's'} kept as new)"
     if report.get("redacted"):
         text += f", redacted {report['redacted']} secret{'' if report['redacted'] == 1 else 's'}"
+    if report.get("truncated"):
+        text += "; stopped early, the rest of the transcript is read next time"
     if report.get("errors"):
         text += f"; {report['errors'][0]['summary']} (see {report.get('log', 'the log')})"
     return text
@@ -51,6 +53,8 @@ def markdown(report: dict) -> str:
             lines.append("- " + skip_line(s))
     if not lines:
         lines.append("No new memories were captured before compaction.")
+    if report.get("errors"):
+        lines.append("Problems: " + "; ".join(e["summary"] for e in report["errors"]) + ".")
     return "\n".join(lines)
 
 

@@ -105,8 +105,12 @@ def validate_content(content: object) -> str:
 
 
 def validate_tags(tags: Iterable[str] | None) -> list[str]:
+    if tags is None:
+        return []
+    if isinstance(tags, (str, bytes)) or not isinstance(tags, (list, tuple, set, frozenset)):
+        raise InvalidInput(f"tags must be a list of strings, not {type(tags).__name__}")
     out: list[str] = []
-    for tag in tags or ():
+    for tag in tags:
         if not isinstance(tag, str) or not tag.strip():
             raise InvalidInput(f"invalid tag {tag!r}: tags are non-empty strings")
         if tag.strip() not in out:
@@ -187,7 +191,18 @@ class Store:
         return vector
 
     def embed_many(self, contents: Sequence[str]) -> None:
-        """Embed a batch in one model call (only contents not already cached) and cache the vectors."""
+        """Embed a batch in one model call (only contents not already cached) and cache the vectors.
+
+        An optimisation only: when the batch fails, each content is embedded (or fails open) on its own later.
+        """
+        if not contents or not self.settings.dedup_semantic_enabled:
+            return
+        try:
+            self._embed_missing(contents)
+        except Exception as e:  # noqa: BLE001
+            log.warning("batch embedding failed, embedding one by one: %s: %s", type(e).__name__, e)
+
+    def _embed_missing(self, contents: Sequence[str]) -> None:
         missing = {}
         for text in contents:
             key = content_hash(text)
@@ -275,7 +290,7 @@ class Store:
             if plan.retire:
                 undo["retired"] = [self._retire(mid, plan.retire_status, now) for mid in plan.retire]
             if plan.store:
-                if plan.content != inputs.content:  # a merge: importance is the highest, tags the union
+                if plan.decision == "merged" and undo.get("retired"):  # highest importance, union of tags
                     old = undo["retired"][0]["row"]
                     meta = {**meta, "importance": max(meta["importance"], old["importance"]),
                             "tags": list(dict.fromkeys(json.loads(old["tags"]) + meta["tags"]))}
@@ -374,6 +389,8 @@ class Store:
                        memory_id: str | None = None) -> None:
         """Remember that `content` was captured now (the recent tier), without storing a memory."""
         inputs = self._inputs(content, namespace, domain)
+        if self.readonly:
+            raise DatabaseError(f"{self.path}: opened read-only")
         with immediate(self.con):
             self._sync_settings(iso(inputs.now))
             self.con.execute(q("insert_recent_capture"), {

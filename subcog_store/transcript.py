@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import time
 from dataclasses import dataclass, field
 
@@ -47,8 +48,17 @@ def _str(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _valid_text(text: str) -> str:
+    """JSON may carry lone surrogates (a torn emoji, "\\ud83d"); they cannot be stored: make them '?'."""
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
 def _text_of(message: object) -> str:
     """Joined `text` blocks of a message; every other block kind is ignored."""
+    return _valid_text(_raw_text_of(message))
+
+
+def _raw_text_of(message: object) -> str:
     if not isinstance(message, dict):
         return ""
     content = message.get("content")
@@ -106,7 +116,10 @@ def read_assistant_texts(
         raise TranscriptError(f"cannot open transcript {os.fspath(path)!r}: {e.strerror or e}") from e
     try:
         with f:
-            size = os.fstat(f.fileno()).st_size
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise TranscriptError(f"transcript {os.fspath(path)!r} is not a regular file")
+            size = info.st_size
             start = start_offset if 0 <= start_offset <= size else 0
             f.seek(start)
             return _read(f, start, size, include_sidechain, max_bytes, deadline)

@@ -120,9 +120,10 @@ def test_planted_pairs_found_exactly_and_guard_keeps_changed_facts_apart(tmp_pat
 
 
 def test_transitive_chain_is_one_cluster(tmp_path, model):
+    # Paraphrases (the guard's shared-content rule passes every link), the ends further apart than the links.
     texts = ["Deploy the billing service with three replicas behind the gateway.",
-             "Deploy the billing service with three replicas behind the gateway in production.",
-             "Deploy the billing service with three replicas behind the gateway in production, using blue green."]
+             "Deploy the billing service with three replicas behind the API gateway.",
+             "The billing service is deployed with three replicas behind the API gateway."]
     vectors = model.embed_batch(texts)
     s01, s12, s02 = (float(vectors[i] @ vectors[j]) for i, j in ((0, 1), (1, 2), (0, 2)))
     assert s02 < min(s01, s12), (s01, s12, s02)

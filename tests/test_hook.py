@@ -448,8 +448,6 @@ def test_a_budget_used_up_before_capturing_keeps_the_offset_for_next_time(tmp_pa
     assert len(rest.captured) == 2 and rest.errors == []
 
 
-@pytest.mark.xfail(reason="BUG: report.system_message ignores report['truncated']: a run stopped by the time "
-                          "budget while reading says 'nothing new to capture since the last run'", strict=True)
 def test_a_run_stopped_early_does_not_claim_there_is_nothing_new(tmp_path):
     db, a = tmp_path / "s.db", tmp_path / "a.jsonl"
     shutil.copyfile(SAMPLES / "session-a.jsonl", a)
@@ -476,10 +474,6 @@ def test_recorded_sessions_leave_the_narration(tmp_path):
 
 
 # -- one bad paragraph must not cost the others ----------------------------------------------------------------
-@pytest.mark.xfail(reason="BUG: a lone surrogate escape (e.g. a torn emoji '\\ud83d') in one assistant text makes "
-                          "content_hash() raise UnicodeEncodeError in hook._dedupe_batch; the whole run fails, the "
-                          "offset never advances, so the good candidates of the transcript are never captured",
-                   strict=True)
 def test_a_lone_surrogate_in_one_paragraph_costs_only_that_paragraph(tmp_path):
     db, t = tmp_path / "s.db", tmp_path / "t.jsonl"
     bad = ('{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":'

@@ -155,6 +155,10 @@ def test_identical_content_is_always_a_duplicate_once_recorded(prop_store, text:
         assert check.tiers_run == ["exact"]
     again = prop_store.capture(text, "learnings", domain)
     assert not again.stored and again.decision == "hash_exact" and again.memory_id == captured.memory_id
+    # Recorded without a memory (the recent window): a duplicate too, whitespace variants included.
+    prop_store.record_capture(text, "context", domain)
+    recent = prop_store.check_duplicate("".join(post) + text + "".join(pre), "context", domain)
+    assert recent.is_duplicate and recent.reason == "recent_capture" and recent.matched_urn
 
 
 @given(nonblank, st.text(alphabet=st.characters(blacklist_categories=("Cs", "Zs", "Zl", "Zp", "Cc")),

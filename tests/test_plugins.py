@@ -20,8 +20,11 @@ NS = "decisions"
 A = "We decided to use PostgreSQL as the primary database for the billing service."
 NEAR = (A, "We decided to use PostgreSQL as the primary database for the billing service!")        # ~0.986
 GRAY = (A, "The billing service will use PostgreSQL as its primary database.")                       # ~0.945
-MERGEABLE = (A, "We decided to use PostgreSQL as the primary database for the billing service and the "
-                "reporting jobs.")                                                                     # ~0.922
+# ~0.920; the built-in merger keeps the older text's second sentence, which the newer one lacks
+MERGEABLE = ("We decided to use PostgreSQL as the primary database for the billing service because of its strong "
+             "transactional guarantees and mature tooling. It replaces MySQL.",
+             "For the billing service we chose PostgreSQL as the primary database because of its strong "
+             "transactional guarantees and mature tooling.")
 FAR = (A, "PostgreSQL was chosen as the main datastore of the billing service.")                       # ~0.805
 TIMEOUT = 0.5
 
