@@ -7,6 +7,8 @@ STAMP := $(VENV)/.installed
 .PHONY: setup models test demo bench clean
 
 setup: $(STAMP) models/.verified
+	@# Byte-compile now: a hook is a fresh process each time, and some environments never write .pyc files.
+	@$(BIN)/python -m compileall -q subcog_store bench
 
 $(STAMP): requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)

@@ -7,7 +7,8 @@ A run works scope by scope: one (namespace, domain) at a time, never across them
    against the upper triangle; cosine = dot product of unit vectors). Only pairs at or above the threshold
    count. Without the model: each memory's significant words are looked up in the FTS5 index, and a
    candidate is confirmed when its word overlap reaches `dedup_text_threshold`.
-2. The changed-fact guard (`guard.changed_fact`) vetoes every pair that states different facts.
+2. The guard vetoes every pair that states different facts (`guard.changed_fact`) or shares too little
+   content for one text to stand for the other (`guard.lexical_support` below `SUPPORT_MIN`), as at capture.
 3. Clusters: union-find over the kept pairs, strongest first; two groups are only joined when no pair across
    them is vetoed by the guard, so a chain A~B~C never brings together an A and a C that state different facts.
 4. Per cluster, one BEGIN IMMEDIATE transaction: the survivor is the highest-importance member (newest on

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from .normalize import content_hash
 from .sqlfiles import q
@@ -125,6 +126,20 @@ def apply_guard(content: str, neighbours: list[Neighbour]) -> None:
         n.support = lexical_support(n.content, content)
 
 
+@contextmanager
+def read_snapshot(con: "apsw.Connection") -> Iterator[None]:
+    """A read transaction (WAL: one snapshot, no lock on writers), unless one is already open."""
+    if not con.getautocommit():
+        yield
+        return
+    con.execute("begin")
+    try:
+        yield
+    finally:
+        if not con.getautocommit():
+            con.execute("commit")
+
+
 @dataclass
 class CheckInputs:
     content: str
@@ -202,10 +217,11 @@ def run_check(con: "apsw.Connection", inputs: CheckInputs, settings: "Settings",
             result.captured_seconds_ago = max(0.0, inputs.now - captured_at)
 
     if settings.dedup_enabled:
-        for tier, fn in (("exact", exact), ("semantic", semantic), ("recent", recent)):
-            timed(tier, fn)
-            if result.is_duplicate:
-                break
+        with read_snapshot(con):  # every tier sees the same committed state
+            for tier, fn in (("exact", exact), ("semantic", semantic), ("recent", recent)):
+                timed(tier, fn)
+                if result.is_duplicate:
+                    break
     else:
         result.enabled = False
     result.check_duration_ms = (time.perf_counter() - started) * 1000

@@ -231,7 +231,6 @@ def _dedupe_batch(run: Run, store, candidates: list, domain: str) -> list:
     an exact match in the store, so a batch of repeats never pays for it.
     """
     from .check import exact_tier
-    from .guard import is_duplicate
 
     kept, seen = [], {}
     for c in candidates:
@@ -247,6 +246,8 @@ def _dedupe_batch(run: Run, store, candidates: list, domain: str) -> list:
                    and not exact_tier(store.con, content_hash(c.text), c.namespace, domain)]
     if len(needs_model) < 1 or not store.settings.dedup_semantic_enabled:
         return kept
+    from .guard import is_duplicate
+
     store.embed_many([c.text for c in needs_model])
     vectors = {id(c): store.embed(c.text) for c in needs_model}
     if any(v is None for v in vectors.values()):

@@ -5,9 +5,10 @@ import json
 import logging
 import os
 from collections import OrderedDict
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
 import apsw
 
@@ -164,7 +165,8 @@ class Store:
             return None
         if self._embedder is None:
             from .embedder import Embedder
-            self._embedder = Embedder()
+            directory = (self._environ or {}).get("SUBCOG_MODEL_DIR")
+            self._embedder = Embedder(Path(directory) if directory else None)
         try:
             self._embedder.load()
         except Exception as e:  # missing or corrupt files, onnxruntime failure: the text tier stands in
@@ -281,8 +283,7 @@ class Store:
     def _apply(self, inputs: CheckInputs, check: CheckResult, plan: "Plan", vector: "np.ndarray | None",
                meta: dict) -> CaptureResult:
         now = iso(inputs.now)
-        with immediate(self.con):
-            self._sync_settings(now)
+        with immediate(self.con), self._pruning_settings(now):
             if plan.store:
                 self._revalidate(inputs, check, plan)
             undo: dict = {"candidate": {"content": inputs.content, **meta}}
@@ -380,10 +381,24 @@ class Store:
             "review_status": "confirmed" if confirmed else "unreviewed", "reviewed_at": now if confirmed else None,
             "undo": json.dumps(undo)}).fetchone()[0]
 
-    def _sync_settings(self, now: str) -> None:
-        """Keep the settings the pruning triggers read in step with the effective (environment) values."""
+    @contextmanager
+    def _pruning_settings(self, now: str) -> Iterator[None]:
+        """Inside a write transaction: the pruning trigger reads the window and capacity from `settings`;
+        let it see the effective values (environment overrides) and put the stored ones back before the
+        commit, so a one-off override never persists and no other process ever sees it."""
+        restore = {}
         for key in SYNCED_SETTINGS:
-            self.con.execute(q("upsert_setting"), {"key": key, "value": str(self.settings.values[key]), "now": now})
+            row = self.con.execute("select value from settings where key = ?", (key,)).fetchone()
+            effective = str(self.settings.values[key])
+            if row is None or row[0] != effective:
+                restore[key] = row[0] if row else None
+                self.con.execute(q("upsert_setting"), {"key": key, "value": effective, "now": now})
+        yield
+        for key, value in restore.items():
+            if value is None:
+                self.con.execute("delete from settings where key = ?", (key,))
+            else:
+                self.con.execute(q("upsert_setting"), {"key": key, "value": value, "now": now})
 
     def record_capture(self, content: str, namespace: str, domain: str | None = None,
                        memory_id: str | None = None) -> None:
@@ -391,8 +406,7 @@ class Store:
         inputs = self._inputs(content, namespace, domain)
         if self.readonly:
             raise DatabaseError(f"{self.path}: opened read-only")
-        with immediate(self.con):
-            self._sync_settings(iso(inputs.now))
+        with immediate(self.con), self._pruning_settings(iso(inputs.now)):
             self.con.execute(q("insert_recent_capture"), {
                 "content_hash": inputs.content_hash, "memory_id": memory_id, "namespace": inputs.namespace,
                 "domain": inputs.domain, "captured_at": inputs.now})

@@ -127,11 +127,10 @@ def test_four_processes_capture_the_same_texts(tmp_path: Path, embedder) -> None
     winner = {i: mid for i, was_stored, _, mid, _ in captures if was_stored}
     for i, was_stored, decision, memory_id, similarity in captures:
         if not was_stored:
-            # "semantic_skip" / "recent_capture" happen when the winner commits between the loser's exact tier and
-            # a later tier (the tiers do not share one snapshot): a known bug, see
-            # test_store.py::test_identical_text_committed_between_tiers. The text is still stored once.
-            assert decision in ("hash_exact", "semantic_skip", "recent_capture"), (TEXTS[i], decision)
-            assert similarity >= 0.999, (TEXTS[i], decision, similarity)
+            # The tiers share one snapshot and the write re-checks under the lock: a loser always sees the
+            # winner's text as an exact match, never as "similar" or "recent".
+            assert decision == "hash_exact", (TEXTS[i], decision)
+            assert similarity == 1.0, (TEXTS[i], decision, similarity)
         assert memory_id == winner[i]  # the losers point at the winner's memory
     for i, _, reason, memory_id, similarity in checks:
         assert reason == "exact_match" and memory_id == winner[i] and similarity == 1.0
