@@ -70,8 +70,9 @@ def plant(size: int) -> dict:
     corpus = build(100_000)
     rng = random.Random(4242)
     rows, clusters = [], []      # rows: (text, namespace, importance, base_index or -1, cluster id or -1)
-    seen = set()
     from subcog_store.normalize import content_hash
+    # Every corpus sentence may become a base memory: a variant must not equal any of them (nor each other).
+    seen = {content_hash(t) for t in corpus.sentences}
     i = 0
     while len(rows) < size and i < len(corpus.sentences):
         text = corpus.sentences[i]
@@ -79,7 +80,6 @@ def plant(size: int) -> dict:
         imp = rng.choice(IMPORTANCE)
         group = [len(rows)]
         rows.append([text, ns, imp, i, -1, "base"])
-        seen.add(content_hash(text))
         if rng.random() < DUP_P:
             for _ in range(rng.choices([1, 2, 3], [0.7, 0.25, 0.05])[0]):
                 v = _variant(rng, text, rng.randrange(3))

@@ -461,6 +461,34 @@ def lexical_support(a: str, b: str) -> float:
     return support
 
 
+# ---------------------------------------------------------------- substitution
+
+SLOT_MAX = 3       # at most this many words swapped for a slot
+SLOT_CONTEXT = 4   # and at least this many words the same around it
+
+
+def _substitution_check(ta: tuple[str, ...], tb: tuple[str, ...]) -> GuardVerdict:
+    """The same sentence with one slot filled differently: "pool for DuckDB in sync" / "... in auth",
+    "as CSV" / "as Protobuf", "flag sync_v3" / "flag sync_v5". Another name in the same place is another fact;
+    a reworded sentence differs in more places than one."""
+    from difflib import SequenceMatcher
+
+    ops = [op for op in SequenceMatcher(None, ta, tb, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if len(ops) != 1 or ops[0][0] != "replace":
+        return SAME
+    _, i1, i2, j1, j2 = ops[0]
+    if i2 - i1 > SLOT_MAX or j2 - j1 > SLOT_MAX or len(ta) - (i2 - i1) < SLOT_CONTEXT:
+        return SAME
+    words_a, words_b = _content(ta[i1:i2]), _content(tb[j1:j2])
+    if not words_a or not words_b:
+        return SAME
+    set_a, set_b = set(words_a), set(words_b)
+    stems_a, stems_b = {_stem(w) for w in set_a}, {_stem(w) for w in set_b}
+    if any(_covered(w, set_b, stems_b) for w in words_a) or any(_covered(w, set_a, stems_a) for w in words_b):
+        return SAME
+    return GuardVerdict(True, "substitution", f"{' '.join(ta[i1:i2])} vs {' '.join(tb[j1:j2])}")
+
+
 # ---------------------------------------------------------------- the guard
 
 
@@ -472,7 +500,7 @@ def changed_fact(older: str, newer: str) -> GuardVerdict:
     ta, tb = tokens(older), tokens(newer)
     if ta == tb:
         return SAME
-    for check in (_number_check, _date_check, _polarity_check, _participants_check):
+    for check in (_number_check, _date_check, _polarity_check, _participants_check, _substitution_check):
         verdict = check(ta, tb)
         if verdict.changed:
             return verdict

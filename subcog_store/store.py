@@ -15,7 +15,7 @@ import apsw
 from .check import CheckInputs, CheckResult, check_row, exact_tier, run_check, urn
 from .clock import Clock, iso, system_clock
 from .config import MAX_CONTENT_BYTES, Settings
-from .db import connect, immediate
+from .db import BUSY_TIMEOUT_MS, connect, immediate
 from .errors import DatabaseError, InvalidInput, NotFound
 from .namespaces import canonical_domain, canonical_namespace
 from .normalize import content_hash
@@ -31,6 +31,7 @@ log = logging.getLogger("subcog_store")
 MEMORY_COLUMNS = ("id", "domain", "namespace", "content", "content_hash", "importance", "tags", "status", "source",
                   "session_id", "created_at", "updated_at", "successor_id", "seq")
 SYNCED_SETTINGS = ("dedup_time_window_secs", "dedup_cache_capacity")
+CHECK_LOG_WAIT_MS = 250
 
 
 @dataclass
@@ -234,11 +235,16 @@ class Store:
         inputs = self._inputs(content, namespace, domain)
         result = run_check(self.con, inputs, self.settings, self._embed_for_check)
         if log_check and not self.readonly:
+            # The log row is best effort: a check on a read-only or busy file still answers, without waiting
+            # long behind another process's capture.
+            self.con.setbusytimeout(CHECK_LOG_WAIT_MS)
             try:
                 with immediate(self.con):
                     self.con.execute(q("insert_check"), check_row(result, iso(inputs.now), inputs.content_hash[:16]))
-            except apsw.Error as e:  # the log is best effort: a check on a read-only or locked file still answers
+            except apsw.Error as e:
                 log.warning("check not logged: %s", e)
+            finally:
+                self.con.setbusytimeout(BUSY_TIMEOUT_MS)
         return result
 
     def _embed_for_check(self, content: str, hash_hex: str) -> "np.ndarray | None":

@@ -98,6 +98,33 @@ def test_paraphrases_are_not_flagged(older: str, newer: str) -> None:
     assert not changed_fact(newer, older).changed
 
 
+SUBSTITUTED = [  # the same sentence with one slot filled differently: another fact
+    ("Connection pool for DuckDB in sync is capped at 2 connections per instance.",
+     "Connection pool for DuckDB in auth is capped at 2 connections per instance."),
+    ("Store documents events as CSV in Kafka; the schema registry rejects messages without a version.",
+     "Store documents events as Protobuf in Kafka; the schema registry rejects messages without a version."),
+    ("Feature flag sync_v3 gates the new sync flow; remove it after a week.",
+     "Feature flag sync_v5 gates the new sync flow; remove it after a week."),
+    ("We decided to use Redis for the session cache of the checkout service.",
+     "We decided to use Memcached for the session cache of the checkout service."),
+]
+
+
+@pytest.mark.parametrize("older,newer", SUBSTITUTED)
+def test_one_slot_filled_differently_is_a_changed_fact(older: str, newer: str) -> None:
+    verdict = changed_fact(older, newer)
+    assert verdict.changed and verdict.reason == "substitution", verdict
+    assert changed_fact(newer, older).changed
+
+
+def test_substitution_needs_the_rest_to_be_the_same() -> None:
+    # Reworded around the swap: not one slot, so the substitution rule stays out of it.
+    assert not changed_fact("We chose Redis for the session cache.",
+                            "Sessions are cached in Redis, we decided.").changed
+    # A word added, not swapped, is the shared-content rule's business, not a substitution.
+    assert changed_fact("Use WAL mode for SQLite.", "Use WAL mode for SQLite in production.").reason != "substitution"
+
+
 def test_pgbouncer_paraphrase_stays_a_duplicate() -> None:
     older, newer = BRIEF_SAME[0]
     assert lexical_support(older, newer) >= 0.6

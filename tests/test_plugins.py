@@ -14,23 +14,9 @@ from subcog_store import plugins
 from subcog_store.clock import iso
 from subcog_store.doctor import diagnose
 from subcog_store.store import Store
+from policy_texts import PLUGINS, NS, A, NEAR, GRAY, MERGEABLE, FAR, cmd
 
-PLUGINS = Path(__file__).resolve().parent / "plugins"
-NS = "decisions"
-A = "We decided to use PostgreSQL as the primary database for the billing service."
-NEAR = (A, "We decided to use PostgreSQL as the primary database for the billing service!")        # ~0.986
-GRAY = (A, "The billing service will use PostgreSQL as its primary database.")                       # ~0.945
-# ~0.920; the built-in merger keeps the older text's second sentence, which the newer one lacks
-MERGEABLE = ("We decided to use PostgreSQL as the primary database for the billing service because of its strong "
-             "transactional guarantees and mature tooling. It replaces MySQL.",
-             "For the billing service we chose PostgreSQL as the primary database because of its strong "
-             "transactional guarantees and mature tooling.")
-FAR = (A, "PostgreSQL was chosen as the main datastore of the billing service.")                       # ~0.805
 TIMEOUT = 0.5
-
-
-def cmd(script: str, mode: str) -> str:
-    return f"{shlex.quote(sys.executable)} {shlex.quote(str(PLUGINS / script))} {mode}"
 
 
 def assert_doctor(store: Store) -> None:

@@ -16,19 +16,8 @@ from subcog_store.errors import ConfigError, InvalidInput
 from subcog_store.guard import changed_fact
 from subcog_store.store import Store
 from subcog_store.textsim import word_overlap
+from policy_texts import PLUGINS, NS, A, NEAR, GRAY, MERGEABLE, MERGED, FAR
 
-NS = "decisions"  # semantic threshold 0.92 by default
-A = "We decided to use PostgreSQL as the primary database for the billing service."
-# (older, newer) pairs; cosines with the int8 MiniLM model in the comments. None of them is a changed fact.
-NEAR = (A, "We decided to use PostgreSQL as the primary database for the billing service!")        # ~0.986
-GRAY = (A, "The billing service will use PostgreSQL as its primary database.")                       # ~0.945
-# ~0.920; the built-in merger keeps the older text's second sentence, which the newer one lacks
-MERGEABLE = ("We decided to use PostgreSQL as the primary database for the billing service because of its strong "
-             "transactional guarantees and mature tooling. It replaces MySQL.",
-             "For the billing service we chose PostgreSQL as the primary database because of its strong "
-             "transactional guarantees and mature tooling.")
-MERGED = MERGEABLE[1] + " It replaces MySQL."
-FAR = (A, "PostgreSQL was chosen as the main datastore of the billing service.")                       # ~0.805
 
 # Changed facts: high cosine, different fact. (older, newer, guard reason)
 CHANGED = {
@@ -459,7 +448,6 @@ def test_guard_applies_in_the_merge_zone_below_the_semantic_threshold(stores, si
 
 # ------------------------------------------------------------------------------------ plugin fixture
 
-PLUGINS = Path(__file__).resolve().parent / "plugins"
 
 
 @pytest.fixture

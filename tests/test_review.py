@@ -19,27 +19,13 @@ from subcog_store.clock import iso
 from subcog_store.doctor import diagnose
 from subcog_store.errors import InvalidInput, NotFound
 from subcog_store.store import Store
+from policy_texts import PLUGINS, NS, A, NEAR, GRAY, MERGEABLE, MERGED, cmd
 
-PLUGINS = Path(__file__).resolve().parent / "plugins"
-NS = "decisions"
-A = "We decided to use PostgreSQL as the primary database for the billing service."
-NEAR = (A, "We decided to use PostgreSQL as the primary database for the billing service!")        # ~0.986
-GRAY = (A, "The billing service will use PostgreSQL as its primary database.")                       # ~0.945
-# ~0.920; the built-in merger keeps the older text's second sentence, which the newer one lacks
-MERGEABLE = ("We decided to use PostgreSQL as the primary database for the billing service because of its strong "
-             "transactional guarantees and mature tooling. It replaces MySQL.",
-             "For the billing service we chose PostgreSQL as the primary database because of its strong "
-             "transactional guarantees and mature tooling.")
-MERGED = MERGEABLE[1] + " It replaces MySQL."
 CHANGED = ("The cache TTL is set to 5 minutes for the session tokens in production.",
            "The cache TTL is set to 10 minutes for the session tokens in production.")
 SHORT = "Use WAL mode"  # below the semantic minimum length: only the exact and recent tiers see it
 ALL_DECISIONS = {"hash_exact", "semantic_skip", "recent_capture", "auto_reject", "verifier_reject", "verifier_keep",
                  "fallback_reject", "fallback_keep", "replaced", "merged", "changed_fact", "stored"}
-
-
-def cmd(script: str, mode: str) -> str:
-    return f"{shlex.quote(sys.executable)} {shlex.quote(str(PLUGINS / script))} {mode}"
 
 
 def assert_doctor(store: Store) -> None:
