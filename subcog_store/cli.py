@@ -95,35 +95,36 @@ def jsonl_requests(stream) -> list[tuple[int, dict | str]]:
 
 
 def run_jsonl(args: argparse.Namespace, capture: bool) -> int:
+    """One result line per request line, in order; a bad line gets an error result and the others go on."""
     from .store import validate_content
 
-    store = open_store(args)
     requests = jsonl_requests(sys.stdin.buffer)
-    long_texts = []
-    for _, request in requests:
-        if isinstance(request, dict):
-            try:
-                text = validate_content(request["content"])
-            except SubcogError:
-                continue
-            if len(text) >= int(store.settings.dedup_min_semantic_length):
-                long_texts.append(text)
-    store.embed_many(long_texts)
     failed = 0
-    for number, request in requests:
-        try:
-            if isinstance(request, str):
-                raise InvalidInput(request)
-            if capture:
-                result = store.capture(request["content"], request["namespace"], request.get("domain"),
-                                       importance=request.get("importance", 0.5), tags=request.get("tags"),
-                                       source=request.get("source", "cli"), session_id=request.get("session_id"))
-            else:
-                result = store.check_duplicate(request["content"], request["namespace"], request.get("domain"))
-            print(json.dumps({"line": number, "ok": True, **result.to_dict()}, ensure_ascii=False))
-        except SubcogError as e:
-            failed += 1
-            print(json.dumps({"line": number, "ok": False, "error": str(e), "exit_code": e.exit_code}))
+    with open_store(args) as store:
+        long_texts = []  # embedded in one batch up front: much cheaper than one model call per line
+        for _, request in requests:
+            if isinstance(request, dict):
+                try:
+                    text = validate_content(request["content"])
+                except SubcogError:
+                    continue
+                if len(text) >= int(store.settings.dedup_min_semantic_length):
+                    long_texts.append(text)
+        store.embed_many(long_texts)
+        for number, request in requests:
+            try:
+                if isinstance(request, str):
+                    raise InvalidInput(request)
+                if capture:
+                    result = store.capture(request["content"], request["namespace"], request.get("domain"),
+                                           importance=request.get("importance", 0.5), tags=request.get("tags"),
+                                           source=request.get("source", "cli"), session_id=request.get("session_id"))
+                else:
+                    result = store.check_duplicate(request["content"], request["namespace"], request.get("domain"))
+                print(json.dumps({"line": number, "ok": True, **result.to_dict()}, ensure_ascii=False))
+            except SubcogError as e:
+                failed += 1
+                print(json.dumps({"line": number, "ok": False, "error": str(e), "exit_code": e.exit_code}))
     return 2 if failed else 0
 
 

@@ -258,6 +258,9 @@ class Store:
         and recent-capture row in one transaction). Every decision is written to the decision log."""
         inputs = self._inputs(content, namespace, domain)
         tags_list, importance = validate_tags(tags), validate_importance(importance)
+        for name, value in (("source", source), ("session_id", session_id)):
+            if value is not None and not isinstance(value, str):
+                raise InvalidInput(f"{name} must be text, not {type(value).__name__}")
         if policy is not None and policy not in ("skip", "verify", "replace", "merge"):
             raise InvalidInput(f"unknown policy {policy!r}: skip, verify, replace or merge")
         if self.readonly:
