@@ -114,12 +114,21 @@ def recent_tier(con: "apsw.Connection", content_hash: str, namespace: str, domai
     return (row[0], row[1]) if row else None
 
 
+def guard_floor(result: "CheckResult", settings: "Settings") -> float:
+    """The lowest similarity any policy acts on: the guard must judge every neighbour from there up."""
+    if "semantic:text" in result.tiers_run or result.threshold is None:  # the text tier has one threshold
+        return result.threshold or 1.0
+    return min(result.threshold, *(float(settings.values[k]) for k in GUARDED_ZONES))
+
+
 def apply_guard(content: str, neighbours: list[Neighbour]) -> None:
     """Mark each neighbour whose text states a different fact (numbers, negation, order, ...), and measure
     how much content the two share (a clause one of them adds is a fact the other lacks)."""
     from .guard import changed_fact, lexical_support
 
     for n in neighbours:
+        if n.support is not None:  # already judged
+            continue
         verdict = changed_fact(n.content, content)
         if verdict.changed:
             n.changed_fact = f"{verdict.reason}: {verdict.detail}" if verdict.detail else str(verdict.reason)
@@ -194,16 +203,15 @@ def run_check(con: "apsw.Connection", inputs: CheckInputs, settings: "Settings",
             result.tiers_run[-1] = "semantic:text"
             result.threshold = threshold
             result.neighbours = text_neighbours(con, inputs.content, *scope)
-        floor = min(threshold, *(float(settings.values[k]) for k in GUARDED_ZONES)) if method == "embedding" \
-            else threshold
-        apply_guard(inputs.content, [n for n in result.neighbours if n.similarity >= floor])
-        for n in result.neighbours:
+        for n in result.neighbours:  # nearest first; the guard judges each only as far as needed
             if content_hash(n.content) == inputs.content_hash:  # stored since the exact tier looked
                 hit("exact_match", "hash", n.memory_id, 1.0, n.content)
                 return
-            if n.similarity >= threshold and n.agrees:
-                hit("semantic_similar", method, n.memory_id, n.similarity, n.content)
-                return
+            if n.similarity >= threshold:
+                apply_guard(inputs.content, [n])
+                if n.agrees:
+                    hit("semantic_similar", method, n.memory_id, n.similarity, n.content)
+                    return
 
     def recent() -> None:
         found = recent_tier(con, inputs.content_hash, *scope, inputs.now, settings.dedup_time_window_secs)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
 import apsw
 
-from .check import CheckInputs, CheckResult, check_row, exact_tier, run_check, urn
+from .check import CheckInputs, CheckResult, apply_guard, check_row, exact_tier, guard_floor, run_check, urn
 from .clock import Clock, iso, system_clock
 from .config import MAX_CONTENT_BYTES, Settings
 from .db import BUSY_TIMEOUT_MS, connect, immediate
@@ -269,6 +269,8 @@ class Store:
 
         policy = policy or self.settings.policy(inputs.namespace)
         check = run_check(self.con, inputs, self.settings, self._embed_for_check)
+        floor = guard_floor(check, self.settings)
+        apply_guard(inputs.content, [n for n in check.neighbours if n.similarity >= floor])
         matched_at = None
         if check.neighbours:
             best = max(check.neighbours, key=lambda n: n.similarity)
