@@ -39,7 +39,6 @@ from .namespaces import canonical_domain, canonical_namespace
 from .normalize import content_hash
 from .sqlfiles import q
 from .store import MEMORY_COLUMNS
-from .textsim import fts_query, word_overlap
 
 if TYPE_CHECKING:
     import numpy as np
@@ -341,19 +340,16 @@ def _vec0_candidates(store: "Store", vectors: "np.ndarray", seqs: list[int], nam
 
 def _text_candidates(store: "Store", mems: list[_Mem], namespace: str, domain: str, threshold: float, k: int,
                      tick: Callable[[int, int], None]) -> list[tuple[int, int, float]]:
-    """FTS5 over shared significant words, confirmed by word overlap (the text tier)."""
-    index = {m.seq: i for i, m in enumerate(mems)}
+    """FTS5 over shared significant words, confirmed by word overlap: the store's text tier, per memory."""
+    from .check import text_neighbours
+
+    index = {m.id: i for i, m in enumerate(mems)}
     found: dict[tuple[int, int], float] = {}
     for i, mem in enumerate(mems):
-        query = fts_query(mem.content)
-        if query:
-            rows = store.con.execute(q("batch_text_neighbours"), {
-                "query": query, "namespace": namespace, "domain": domain, "seq": mem.seq, "k": k * 4}).fetchall()
-            scored = sorted(((word_overlap(mem.content, text), seq) for seq, text, _ in rows), reverse=True)[:k]
-            for sim, seq in scored:
-                j = index.get(seq)
-                if j is not None and j != i and sim >= threshold:
-                    found[(min(i, j), max(i, j))] = sim
+        for n in text_neighbours(store.con, mem.content, namespace, domain, k + 1):  # +1: itself
+            j = index.get(n.memory_id)
+            if j is not None and j != i and n.similarity >= threshold:
+                found[(min(i, j), max(i, j))] = n.similarity
         tick(i + 1, len(mems))
     return [(a, b, s) for (a, b), s in found.items()]
 

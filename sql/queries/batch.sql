@@ -34,21 +34,6 @@ from memory_vectors
 where namespace = :namespace
   and domain = :domain;
 
--- name: batch_text_neighbours
--- Text-tier candidates of one memory (no model): FTS5 over its significant words, same scope, active only.
-select
-  m.seq,
-  m.content,
-  bm25(memories_fts) as score
-from memories_fts
-join memories m on m.seq = memories_fts.rowid
-where memories_fts match :query
-  and m.domain = :domain
-  and m.namespace = :namespace
-  and m.status = 'active'
-  and m.seq <> :seq
-order by score
-limit :k;
 
 -- name: batch_memory_row
 -- One memory as stored, every column (undo data of a batch merge).
