@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import re
 
+from .namespaces import NAMESPACES
+
 __all__ = ["NAMESPACES", "classify", "is_narration", "split_sentences", "strip_narration"]
 
-NAMESPACES = (
-    "decisions", "patterns", "learnings", "context", "tech-debt", "blockers", "progress",
-    "apis", "config", "security", "performance", "testing", "help", "prompts",
-)
 
 _I = re.IGNORECASE
 MAX_CHARS = 8000  # only the start of a longer text is looked at
