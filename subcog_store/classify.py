@@ -50,6 +50,7 @@ _RULES: list[tuple[str, float, re.Pattern]] = [
         ("decisions", 0.7, r"\b(?:chose|chosen|opted for|settled on|went with|going with)\b", _I),
         ("decisions", 0.7, r"\b(?:we(?:'re| are)\s+going to use|we'll use|we will use|we'll go with)\b", _I),
         ("decisions", 0.6, r"\b(?:going to use|decision)\b", _I),
+        ("decisions", 0.7, r"\b(?:used|use|using|switched to|replaced \S+ with|went with)\b[^.!?]{1,80}?\binstead of\b", _I),
         ("decisions", 0.45, r"\bi'll use\b", _I),
         ("learnings", 0.85, r"\b(?:learned|learnt)\s+(?:that|the hard way)\b", _I),
         ("learnings", 0.8, r"\b(?:discovered|realized|realised|found out)\s+that\b|\bTIL\b|\bgotcha\b", _I),

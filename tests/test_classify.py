@@ -21,6 +21,8 @@ POSITIVE = [
     ("decisions", "We chose Argon2id over bcrypt for password hashing.", 0.7),
     ("decisions", "We'll use httpx instead of requests for the async client.", 0.5),
     ("decisions", "We are going to use Alembic for schema migrations from now on.", 0.5),
+    ("decisions", "Used Result<T, E> instead of raising exceptions for factorial().", 0.6),
+    ("decisions", "We use SQLite instead of Postgres for the test fixtures.", 0.6),
     ("learnings", "Learned that the load balancer health check runs a query every second.", 0.8),
     ("learnings", "Turns out the ORM keeps a session open for the whole request.", 0.5),
     ("learnings", "TIL: pytest's tmp_path fixture is function-scoped.", 0.8),
@@ -61,6 +63,7 @@ POSITIVE = [
 
 NARRATION = [
     "Now let me run the tests.",
+    "Let me use grep instead of find here.",
     "Let me check the configuration file for the database settings.",
     "I'll update the settings next.",
     "Great!",
