@@ -89,6 +89,7 @@ class Run:
     bad_lines: int = 0
     truncated: bool = False
     log: str = ""
+    started_at: float = field(default_factory=time.time)
 
     def fail(self, summary: str, error: BaseException | str) -> None:
         detail = f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else error
@@ -180,9 +181,7 @@ def _capture_transcript(run: Run, options: HookOptions, deadline: float) -> None
             return
         keep_to_budget(store, deadline, grace=SAVE_GRACE_SECS)
         try:
-            if finished:
-                _save_offset(store, session_key, run.transcript_path, read.next_offset)
-            _save_run(store, run)
+            _save(store, run, session_key, read.next_offset if finished else None)
         except apsw.Error as e:
             run.fail("could not save the run (the captures are saved)", e)
 
@@ -201,26 +200,20 @@ def _stored_offset(store, session_key: str, path: str) -> int:
     return int(row[0]) if row else 0
 
 
-def _save_offset(store, session_key: str, path: str, offset: int) -> None:
-    from .clock import iso
-    from .db import immediate
-    from .sqlfiles import q
-
-    with immediate(store.con):
-        store.con.execute(q("set_hook_offset"), {"session_id": session_key, "transcript_path": path,
-                                                 "byte_offset": offset, "now": iso(store.clock())})
-
-
-def _save_run(store, run: Run) -> None:
+def _save(store, run: Run, session_key: str, offset: int | None) -> None:
+    """Where this run stopped reading (when it finished) and its report, in one transaction."""
     from .clock import iso
     from .db import immediate
     from .sqlfiles import q
 
     now = iso(store.clock())
     with immediate(store.con):
+        if offset is not None:
+            store.con.execute(q("set_hook_offset"), {"session_id": session_key, "transcript_path": run.transcript_path,
+                                                     "byte_offset": offset, "now": now})
         store.con.execute(q("insert_hook_run"), {
             "session_id": run.session_id, "transcript_path": run.transcript_path, "trigger": run.trigger,
-            "started_at": now, "finished_at": now, "status": run.status, "captured": len(run.captured),
+            "started_at": iso(run.started_at), "finished_at": now, "status": run.status, "captured": len(run.captured),
             "skipped": len(run.skipped), "redacted": run.redacted, "report": json.dumps(run.report())})
 
 
