@@ -5,6 +5,9 @@ the only stand-ins are the clock (a plain object the test moves forward) and the
 """
 from __future__ import annotations
 
+import functools
+import importlib.util
+
 import os
 import sys
 from pathlib import Path
@@ -48,6 +51,30 @@ class FakeClock:
     def advance(self, seconds: float) -> float:
         self.now += seconds
         return self.now
+
+
+def shared_path() -> Path:
+    """Where ../shared is (or $SUBCOG_SHARED_DIR), present or not."""
+    return Path(os.environ.get("SUBCOG_SHARED_DIR") or Path(__file__).resolve().parents[2] / "shared")
+
+
+@functools.lru_cache(maxsize=1)
+def _contract_checker():
+    tool = shared_path() / "tools" / "check_hook_output.py"
+    if not tool.is_file():
+        return None
+    spec = importlib.util.spec_from_file_location("check_hook_output", tool)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def hook_output_problems(event: str, text: str) -> list[str]:
+    """check_hook_output.problems from ../shared/tools; the calling test skips when the tool is absent."""
+    checker = _contract_checker()
+    if checker is None:
+        pytest.skip(f"{shared_path() / 'tools' / 'check_hook_output.py'} not present")
+    return checker.problems(event, text)
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,6 @@ running the hook on session A, then session B, against one store.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -16,6 +15,7 @@ from pathlib import Path
 import apsw
 import pytest
 
+from conftest import hook_output_problems as output_problems, shared_path
 from subcog_store import hook
 from subcog_store.hook import HookOptions, pre_compact, pre_compact_output, session_start
 
@@ -32,21 +32,6 @@ SECRET_PASSWORD = "hunter2secret"
 
 
 # -- helpers ------------------------------------------------------------------------------------------------
-def shared_path() -> Path:
-    return Path(os.environ.get("SUBCOG_SHARED_DIR") or Path(__file__).resolve().parents[2] / "shared")
-
-
-def output_problems(event: str, text: str) -> list[str]:
-    """check_hook_output.problems from the shared tools; the calling test skips when they are absent."""
-    tool = shared_path() / "tools" / "check_hook_output.py"
-    if not tool.is_file():
-        pytest.skip(f"{tool} not present")
-    spec = importlib.util.spec_from_file_location("check_hook_output", tool)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.problems(event, text)
-
-
 def payload(session: str | None, path: Path | str | None, **extra) -> bytes:
     data = {"session_id": session, "transcript_path": str(path) if path is not None else None,
             "cwd": "/home/dev/shop", "hook_event_name": "PreCompact", "trigger": "auto", **extra}

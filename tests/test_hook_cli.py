@@ -6,7 +6,6 @@ content, to SUBCOG_HOOK_LOG.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import random
@@ -22,6 +21,7 @@ import apsw
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from conftest import hook_output_problems as problems, shared_path
 from subcog_store.hook import HookOptions, pre_compact, pre_compact_output
 
 REPO = Path(__file__).resolve().parents[1]
@@ -32,25 +32,6 @@ CLI = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "subcog_store
 DISTINCTIVE = ["max_connections limit during the load test", "every repository class takes a Connection",
                "quokka marmalade"]
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
-
-
-def shared_path() -> Path:
-    return Path(os.environ.get("SUBCOG_SHARED_DIR") or Path(__file__).resolve().parents[2] / "shared")
-
-
-_checker = None
-
-
-def problems(event: str, text: str) -> list[str]:
-    global _checker
-    if _checker is None:
-        tool = shared_path() / "tools" / "check_hook_output.py"
-        if not tool.is_file():
-            pytest.skip(f"{tool} not present")
-        spec = importlib.util.spec_from_file_location("check_hook_output", tool)
-        _checker = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(_checker)
-    return _checker.problems(event, text)
 
 
 def payload(path: Path | str | None, session: str = "sess-cli", **extra) -> bytes:

@@ -5,17 +5,12 @@ Modes: ok ({"content": "MERGED: <newer> + <older>"}), empty ({"content": ""}), b
 garbage (not JSON), nocontent (an object without "content"), exit3 (exits 3), sleep (sleeps 30 s).
 """
 import json
-import os
 import sys
 import time
 
-mode = sys.argv[1] if len(sys.argv) > 1 else "ok"
-raw = sys.stdin.read()
-record = os.environ.get("SUBCOG_TEST_PLUGIN_RECORD")
-if record:
-    with open(record, "w", encoding="utf-8") as f:
-        f.write(raw)
-request = json.loads(raw)
+from scripted import read_request
+
+mode, _, request = read_request("ok")
 if mode == "ok":
     print(json.dumps({"content": f"MERGED: {request['newer']['content']} + {request['older']['content']}"}))
 elif mode == "empty":

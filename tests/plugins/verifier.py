@@ -5,17 +5,12 @@ Modes: duplicate (answers duplicate=true), keep (duplicate=false), garbage (not 
 sleep (sleeps 30 s), nobool (duplicate is a string), list (a JSON list, not an object).
 """
 import json
-import os
 import sys
 import time
 
-mode = sys.argv[1] if len(sys.argv) > 1 else "duplicate"
-raw = sys.stdin.read()
-record = os.environ.get("SUBCOG_TEST_PLUGIN_RECORD")
-if record:
-    with open(record, "w", encoding="utf-8") as f:
-        f.write(raw)
-request = json.loads(raw)
+from scripted import read_request
+
+mode, _, request = read_request("duplicate")
 if mode == "duplicate":
     print(json.dumps({"duplicate": True, "reasoning": f"scripted: same fact at {request['similarity']}"}))
 elif mode == "keep":
