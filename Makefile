@@ -17,7 +17,7 @@ $(STAMP): requirements.lock pyproject.toml
 	touch $@
 
 models/.verified: $(STAMP) models/manifest.json
-	$(BIN)/python -m subcog_store.model_files fetch
+	$(BIN)/python -m subcog_store.model.files fetch
 
 models: models/.verified
 

@@ -70,7 +70,7 @@ def plant(size: int) -> dict:
     corpus = build(100_000)
     rng = random.Random(4242)
     rows, clusters = [], []      # rows: (text, namespace, importance, base_index or -1, cluster id or -1)
-    from subcog_store.normalize import content_hash
+    from subcog_store.text.normalize import content_hash
     # Every corpus sentence may become a base memory: a variant must not equal any of them (nor each other).
     seen = {content_hash(t) for t in corpus.sentences}
     i = 0
@@ -106,8 +106,8 @@ def build_store(size: int, path: Path) -> dict:
     import numpy as np
 
     from bench.corpus import embed_cached
-    from subcog_store.db import immediate
-    from subcog_store.sqlfiles import q
+    from subcog_store.db.connection import immediate
+    from subcog_store.db.sqlfiles import q
     from subcog_store.store import Store
 
     data = plant(size)
@@ -148,7 +148,7 @@ def build_store(size: int, path: Path) -> dict:
 
 
 def run_ours(path: Path) -> dict:
-    from subcog_store.batch import dedup
+    from subcog_store.batch.run import dedup
     from subcog_store.store import Store
 
     store = Store(path, environ={})

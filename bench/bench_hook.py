@@ -168,8 +168,8 @@ def corpus_vectors(n: int, log) -> tuple[list[str], np.ndarray, str]:
 
 def build_store(path: Path, sentences: list[str], vectors: np.ndarray) -> None:
     from subcog_store.clock import iso
-    from subcog_store.db import connect, immediate
-    from subcog_store.sqlfiles import q
+    from subcog_store.db.connection import connect, immediate
+    from subcog_store.db.sqlfiles import q
 
     con = connect(path)
     now = time.time()
@@ -231,10 +231,10 @@ def hook_runs(tmp: Path, base_db: Path, transcript: Path, reps: int, environ: di
 PHASES = r"""
 import json, sys, time
 t0 = time.perf_counter()
-from subcog_store.hook import HookOptions, _dedupe_batch, Run
+from subcog_store.hook.handlers import HookOptions, _dedupe_batch, Run
 from subcog_store.store import Store
-from subcog_store.transcript import read_assistant_texts
-from subcog_store.candidates import extract_candidates
+from subcog_store.hook.transcript import read_assistant_texts
+from subcog_store.hook.extract import extract_candidates
 t1 = time.perf_counter()
 store = Store(sys.argv[1])
 t2 = time.perf_counter()
@@ -312,8 +312,8 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(tmp_name)
         transcript = tmp / "transcript.jsonl"
         make_transcript(transcript)
-        from subcog_store.candidates import extract_candidates
-        from subcog_store.transcript import read_assistant_texts
+        from subcog_store.hook.extract import extract_candidates
+        from subcog_store.hook.transcript import read_assistant_texts
 
         read = read_assistant_texts(transcript)
         n_cands = len(extract_candidates(read.texts))

@@ -39,11 +39,11 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 from bench import corpus as corpus_mod  # noqa: E402
-from subcog_store.check import exact_tier, recent_tier, semantic_neighbours  # noqa: E402
+from subcog_store.dedup.check import exact_tier, recent_tier, semantic_neighbours  # noqa: E402
 from subcog_store.clock import iso  # noqa: E402
-from subcog_store.db import connect, immediate  # noqa: E402
-from subcog_store.normalize import content_hash  # noqa: E402
-from subcog_store.sqlfiles import q  # noqa: E402
+from subcog_store.db.connection import connect, immediate  # noqa: E402
+from subcog_store.text.normalize import content_hash  # noqa: E402
+from subcog_store.db.sqlfiles import q  # noqa: E402
 
 OUT = corpus_mod.OUT_DIR
 NAMESPACE = "decisions"
@@ -208,7 +208,7 @@ def measure_size(n: int, corpus: corpus_mod.Corpus, vectors: np.ndarray, qvector
     texts = corpus.queries[:cfg.semantic_checks]
     whole, semantic_tier, reasons, embed_ms, embed1_ms = [], [], {}, [], []
     embedder = store.embedder
-    from subcog_store.embedder import Embedder
+    from subcog_store.model.embedder import Embedder
 
     one_thread = Embedder(threads=1)
     one_thread.embed_batch(warm[:1])
@@ -320,7 +320,7 @@ def measure_baselines(cfg: argparse.Namespace) -> dict:
     return {
         "python_pass_ms": wall_runs([sys.executable, "-c", "pass"], runs)[0],
         "cli_help_ms": wall_runs(cli() + ["--help"], runs)[0],
-        "import_ms": wall_runs([sys.executable, "-c", "import subcog_store.cli, subcog_store.cli_more, "
+        "import_ms": wall_runs([sys.executable, "-c", "import subcog_store.cli.app, subcog_store.cli.more_cmds, "
                                 "subcog_store.store"], runs)[0],
     }
 
@@ -416,7 +416,7 @@ def report(info: dict, emb: dict, results: list[dict], cold: dict[int, dict], ba
     lines.append(md_table(["figure"] + col, rows))
     lines.append("")
     lines.append(f"Cold-process baselines (wall, p50 / p95 over {cfg.cold_runs} runs): `python -c pass` "
-                 f"{p50_95(base['python_pass_ms'])} ms; `python -c 'import subcog_store.cli, subcog_store.cli_more, "
+                 f"{p50_95(base['python_pass_ms'])} ms; `python -c 'import subcog_store.cli.app, subcog_store.cli.more_cmds, "
                  f"subcog_store.store'` {p50_95(base['import_ms'])} ms; `subcog-store --help` "
                  f"{p50_95(base['cli_help_ms'])} ms.")
     r0 = results[0]

@@ -15,8 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-from subcog_store import guard
-from subcog_store.pairs import LabeledPair, read_pairs
+from subcog_store.text import guard
+from subcog_store.evaluation.pairs import LabeledPair, read_pairs
 
 SETS = [  # name, path under data/, format
     ("MRPC train", "mrpc/msr_paraphrase_train.txt", "mrpc"),
@@ -43,7 +43,7 @@ def cosines(pairs: list[LabeledPair], path: Path) -> list[float]:
         cos = np.load(cache)
         if len(cos) == len(pairs):
             return cos.tolist()
-    from subcog_store.embedder import Embedder
+    from subcog_store.model.embedder import Embedder
 
     embedder = Embedder()
     a = embedder.embed_batch([p.a for p in pairs])

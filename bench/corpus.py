@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from subcog_store.normalize import content_hash
+from subcog_store.text.normalize import content_hash
 
 OUT_DIR = Path(__file__).resolve().parent / "out"
 DATA_DIR = Path("/work/shared/data")
@@ -258,7 +258,7 @@ def embed_cached(texts: list[str], *, log=print) -> tuple[np.ndarray, dict]:
             parts.append(np.load(path))
             continue
         if embedder is None:
-            from subcog_store.embedder import Embedder
+            from subcog_store.model.embedder import Embedder
 
             embedder = Embedder()
             t0 = time.perf_counter()

@@ -9,8 +9,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-from .errors import ConfigError
-from .namespaces import NAMESPACES, env_suffix
+from subcog_store.errors import ConfigError
+from subcog_store.text.namespaces import NAMESPACES, env_suffix
 
 POLICIES = ("skip", "verify", "replace", "merge")
 DEFAULT_THRESHOLDS = {"decisions": 0.92, "patterns": 0.90, "learnings": 0.88}

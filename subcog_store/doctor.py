@@ -5,9 +5,9 @@ from dataclasses import dataclass, field
 
 import apsw
 
-from .db import latest_version, schema_version
-from .normalize import content_hash
-from .sqlfiles import q
+from subcog_store.db.connection import latest_version, schema_version
+from subcog_store.text.normalize import content_hash
+from subcog_store.db.sqlfiles import q
 
 
 @dataclass

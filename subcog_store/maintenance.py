@@ -3,12 +3,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .db import immediate
-from .errors import SubcogError
-from .sqlfiles import q
+from subcog_store.db.connection import immediate
+from subcog_store.errors import SubcogError
+from subcog_store.db.sqlfiles import q
 
 if TYPE_CHECKING:
-    from .store import Store
+    from subcog_store.store import Store
 
 
 def reembed(store: "Store", batch: int = 256) -> int:

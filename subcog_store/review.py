@@ -5,16 +5,16 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .check import urn
-from .clock import iso
-from .db import immediate
-from .errors import InvalidInput, NotFound
-from .normalize import content_hash
-from .policies import REJECTIONS
-from .sqlfiles import q
+from subcog_store.dedup.check import urn
+from subcog_store.clock import iso
+from subcog_store.db.connection import immediate
+from subcog_store.errors import InvalidInput, NotFound
+from subcog_store.text.normalize import content_hash
+from subcog_store.dedup.policies import REJECTIONS
+from subcog_store.db.sqlfiles import q
 
 if TYPE_CHECKING:
-    from .store import Store
+    from subcog_store.store import Store
 
 LOG_COLUMNS = ("id", "decided_at", "domain", "namespace", "policy", "decision", "new_content", "new_hash",
                "matched_memory_id", "matched_content", "similarity", "memory_id", "reasoning", "review_status",
@@ -59,7 +59,7 @@ def reverse(store: "Store", decision_id: int) -> ReverseReport:
     if entry["review_status"] == "reversed":
         return ReverseReport(decision_id, False, f"decision {decision_id} is already reversed")
     if entry["policy"] == "batch":
-        from .batch import unmerge
+        from subcog_store.batch.run import unmerge
         unmerge(store, decision_id)
         return ReverseReport(decision_id, True, f"unmerged batch decision {decision_id}")
     undo = json.loads(entry["undo"] or "{}")
@@ -83,7 +83,7 @@ def _store_rejected(store: "Store", entry: dict, undo: dict) -> ReverseReport:
     if found:
         return ReverseReport(entry["id"], False, f"not stored: an active memory with the same content exists "
                                                  f"({urn(entry['domain'], entry['namespace'], found[0])})")
-    from .check import CheckInputs
+    from subcog_store.dedup.check import CheckInputs
     inputs = CheckInputs(content, content_hash(content), entry["namespace"], entry["domain"], store.clock())
     meta = {"importance": candidate.get("importance", 0.5), "tags": candidate.get("tags", []),
             "source": candidate.get("source"), "session_id": candidate.get("session_id")}

@@ -12,20 +12,20 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
 import apsw
 
-from .check import CheckInputs, CheckResult, apply_guard, check_row, exact_tier, guard_floor, run_check, urn
-from .clock import Clock, iso, system_clock
-from .config import MAX_CONTENT_BYTES, Settings
-from .db import BUSY_TIMEOUT_MS, connect, immediate
-from .errors import DatabaseError, InvalidInput, NotFound
-from .namespaces import canonical_domain, canonical_namespace
-from .normalize import content_hash
-from .sqlfiles import q
+from subcog_store.dedup.check import CheckInputs, CheckResult, apply_guard, check_row, exact_tier, guard_floor, run_check, urn
+from subcog_store.clock import Clock, iso, system_clock
+from subcog_store.config import MAX_CONTENT_BYTES, Settings
+from subcog_store.db.connection import BUSY_TIMEOUT_MS, connect, immediate
+from subcog_store.errors import DatabaseError, InvalidInput, NotFound
+from subcog_store.text.namespaces import canonical_domain, canonical_namespace
+from subcog_store.text.normalize import content_hash
+from subcog_store.db.sqlfiles import q
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from .embedder import Embedder
-    from .policies import Plan
+    from subcog_store.model.embedder import Embedder
+    from subcog_store.dedup.policies import Plan
 
 log = logging.getLogger("subcog_store")
 MEMORY_COLUMNS = ("id", "domain", "namespace", "content", "content_hash", "importance", "tags", "status", "source",
@@ -165,7 +165,7 @@ class Store:
         if not self.settings.dedup_semantic_enabled or self._embedder_error:
             return None
         if self._embedder is None:
-            from .embedder import Embedder
+            from subcog_store.model.embedder import Embedder
             directory = (self._environ or {}).get("SUBCOG_MODEL_DIR")
             self._embedder = Embedder(Path(directory) if directory else None)
         try:
@@ -265,7 +265,7 @@ class Store:
             raise InvalidInput(f"unknown policy {policy!r}: skip, verify, replace or merge")
         if self.readonly:
             raise DatabaseError(f"{self.path}: opened read-only")
-        from . import policies
+        from subcog_store.dedup import policies
 
         policy = policy or self.settings.policy(inputs.namespace)
         check = run_check(self.con, inputs, self.settings, self._embed_for_check)

@@ -15,7 +15,7 @@ from typing import Callable
 
 import pytest
 
-from subcog_store.embedder import Embedder
+from subcog_store.model.embedder import Embedder
 from subcog_store.store import Store
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -14,13 +14,13 @@ from pathlib import Path
 import apsw
 import pytest
 
-from subcog_store import batch
-from subcog_store.batch import dedup, unmerge
+from subcog_store.batch import run as batch
+from subcog_store.batch.run import dedup, unmerge
 from subcog_store.doctor import diagnose
-from subcog_store.embedder import Embedder
+from subcog_store.model.embedder import Embedder
 from subcog_store.errors import InvalidInput, NotFound
-from subcog_store.guard import changed_fact
-from subcog_store.plugins import builtin_merge
+from subcog_store.text.guard import changed_fact
+from subcog_store.dedup.plugins import builtin_merge
 from subcog_store.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -254,9 +254,9 @@ def test_dry_run_changes_nothing(tmp_path, model):
 
 RUNNER = """
 import sys
-from subcog_store.embedder import Embedder
+from subcog_store.model.embedder import Embedder
 from subcog_store.store import Store
-from subcog_store.batch import dedup
+from subcog_store.batch.run import dedup
 store = Store(sys.argv[1], embedder=Embedder(), environ={})
 dedup(store)
 """
@@ -425,7 +425,7 @@ def test_vec0_knn_finds_the_same_clusters(tmp_path, model):
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    code = "import sys; import subcog_store.cli_batch; from subcog_store.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; import subcog_store.cli.batch_cmds; from subcog_store.cli.app import main; sys.exit(main(sys.argv[1:]))"
     env = {k: v for k, v in os.environ.items() if not k.startswith("SUBCOG_")}
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env,
                           cwd=REPO, timeout=120)

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from subcog_store.candidates import Candidate, extract_candidates, split_paragraphs
-from subcog_store.transcript import AssistantText, read_assistant_texts
+from subcog_store.hook.extract import Candidate, extract_candidates, split_paragraphs
+from subcog_store.hook.transcript import AssistantText, read_assistant_texts
 
 SHARED = Path(os.environ.get("SUBCOG_SHARED_DIR") or Path(__file__).resolve().parents[2] / "shared")
 SAMPLES = SHARED / "samples"

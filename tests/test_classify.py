@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from subcog_store.candidates import split_paragraphs
-from subcog_store.classify import NAMESPACES, classify, is_narration, split_sentences, strip_narration
-from subcog_store.transcript import read_assistant_texts
+from subcog_store.hook.extract import split_paragraphs
+from subcog_store.hook.classify import NAMESPACES, classify, is_narration, split_sentences, strip_narration
+from subcog_store.hook.transcript import read_assistant_texts
 
 SHARED = Path(os.environ.get("SUBCOG_SHARED_DIR") or Path(__file__).resolve().parents[2] / "shared")
 REAL = SHARED / "samples" / "real"

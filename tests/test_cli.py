@@ -14,8 +14,8 @@ import apsw
 import pytest
 
 from conftest import clean_environ, cli_command
-from subcog_store import cli
-from subcog_store.normalize import content_hash
+from subcog_store.cli import app as cli
+from subcog_store.text.normalize import content_hash
 
 LONG = "We decided to use PostgreSQL as the primary database for the billing service."
 NEAR = "For the billing service we decided to use PostgreSQL as the primary database."
@@ -48,7 +48,7 @@ def db(tmp_path: Path) -> Path:
 # ---------------------------------------------------------------------------------------------- help
 
 def subcommands() -> dict[str, argparse.ArgumentParser]:
-    from subcog_store import cli_more  # noqa: F401  (registers extension commands)
+    from subcog_store.cli import more_cmds as cli_more  # noqa: F401  (registers extension commands)
 
     parser = cli.build_parser()
     action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
@@ -75,7 +75,7 @@ def test_every_command_has_help_text(capsys) -> None:
         assert name in cli.COMMANDS, f"{name} has a parser but no implementation"
     for name in cli.COMMANDS:
         assert name in commands, f"{name} is implemented but has no parser"
-    from subcog_store import cli_more  # noqa: F401
+    from subcog_store.cli import more_cmds as cli_more  # noqa: F401
 
     for path, sub, help_line in nested(cli.build_parser(), []):
         assert help_line and len(help_line) > 10, f"{' '.join(path)} has no help line in its parent's list"

@@ -13,7 +13,7 @@ import numpy as np
 
 from conftest import clean_environ
 from subcog_store.doctor import diagnose
-from subcog_store.normalize import content_hash
+from subcog_store.text.normalize import content_hash
 from subcog_store.store import Store
 
 WORKERS = 4
@@ -56,7 +56,7 @@ TEXTS = LONG + SHORT
 WORKER = textwrap.dedent("""
     import json, random, sys, time, traceback
     from pathlib import Path
-    from subcog_store.embedder import Embedder
+    from subcog_store.model.embedder import Embedder
     from subcog_store.store import Store
 
     db, texts_file, index, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from conftest import clean_environ, cli_command
-from subcog_store import db
+from subcog_store.db import connection as db
 from subcog_store.doctor import diagnose
-from subcog_store.normalize import content_hash
+from subcog_store.text.normalize import content_hash
 
 TEXTS = [
     "We decided to use PostgreSQL as the primary database for the billing service.",

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from subcog_store.embedder import DIMENSIONS, MAX_TOKENS, Embedder
+from subcog_store.model.embedder import DIMENSIONS, MAX_TOKENS, Embedder
 
 # Degenerate inputs under 2 characters ("" and "x"): the int8 model reaches only 0.996 / 0.998 against the fp32
 # reference there. The store never embeds them: empty content is rejected (InvalidInput) and content shorter than
@@ -129,7 +129,7 @@ def run_python(code: str) -> subprocess.CompletedProcess:
 def test_lazy_load_constructing_does_not_import_onnxruntime() -> None:
     proc = run_python("""
         import sys
-        from subcog_store.embedder import Embedder
+        from subcog_store.model.embedder import Embedder
         e = Embedder()
         assert not e.loaded
         assert "onnxruntime" not in sys.modules, "onnxruntime imported by the constructor"

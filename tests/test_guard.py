@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from subcog_store.guard import GuardVerdict, changed_fact, is_duplicate, lexical_support
+from subcog_store.text.guard import GuardVerdict, changed_fact, is_duplicate, lexical_support
 
 BRIEF_CHANGED = [
     ("The cache TTL is 5 minutes.", "The cache TTL is 10 minutes.", "number"),

@@ -16,8 +16,8 @@ import apsw
 import pytest
 
 from conftest import hook_output_problems as output_problems, shared_path
-from subcog_store import hook
-from subcog_store.hook import HookOptions, pre_compact, pre_compact_output, session_start
+from subcog_store.hook import handlers as hook
+from subcog_store.hook.handlers import HookOptions, pre_compact, pre_compact_output, session_start
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "samples"

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import hook_output_problems as problems, shared_path
-from subcog_store.hook import HookOptions, pre_compact, pre_compact_output
+from subcog_store.hook.handlers import HookOptions, pre_compact, pre_compact_output
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "samples"

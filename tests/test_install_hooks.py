@@ -1,4 +1,4 @@
-"""Tests for subcog_store.install_hooks (real files in temporary directories)."""
+"""Tests for subcog_store.hook.install (real files in temporary directories)."""
 from __future__ import annotations
 
 import json
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from subcog_store import install_hooks as ih
-from subcog_store.install_hooks import (
+from subcog_store.hook import install as ih
+from subcog_store.hook.install import (
     InstallResult, SettingsError, hook_commands, install_hooks, settings_path, uninstall_hooks,
 )
 

@@ -8,7 +8,7 @@ import re
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from subcog_store.normalize import content_hash, fingerprint, hash_tag, normalize
+from subcog_store.text.normalize import content_hash, fingerprint, hash_tag, normalize
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

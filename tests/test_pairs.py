@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from subcog_store.pairs import LabeledPair, read_pairs
+from subcog_store.evaluation.pairs import LabeledPair, read_pairs
 
 BOM = "\ufeff"
 

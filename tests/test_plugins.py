@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from subcog_store import plugins
+from subcog_store.dedup import plugins
 from subcog_store.clock import iso
 from subcog_store.doctor import diagnose
 from subcog_store.store import Store

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from subcog_store import plugins
+from subcog_store.dedup import plugins
 from subcog_store.config import Settings
 from subcog_store.doctor import diagnose
 from subcog_store.errors import ConfigError, InvalidInput
-from subcog_store.guard import changed_fact
+from subcog_store.text.guard import changed_fact
 from subcog_store.store import Store
-from subcog_store.textsim import word_overlap
+from subcog_store.text.textsim import word_overlap
 from policy_texts import PLUGINS, NS, A, NEAR, GRAY, MERGEABLE, MERGED, FAR
 
 

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from subcog_store.redact import REDACTED, redact
+from subcog_store.hook.redact import REDACTED, redact
 
 # Fake credentials, built from pieces so that secret scanners do not flag this file.
 AWS = "AKIA" + "IOSFODNN7EXAMPLE"

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from conftest import all_counts, clean_environ, cli_command
-from subcog_store import cli, review
+from subcog_store.cli import app as cli
+from subcog_store import review
 from subcog_store.clock import iso
 from subcog_store.doctor import diagnose
 from subcog_store.errors import InvalidInput, NotFound

@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 
 from conftest import all_counts, count_rows
-from subcog_store import db
+from subcog_store.db import connection as db
 from subcog_store.config import MAX_CONTENT_BYTES
 from subcog_store.doctor import diagnose
-from subcog_store.embedder import Embedder
+from subcog_store.model.embedder import Embedder
 from subcog_store.errors import ConfigError, DatabaseError, InvalidInput, NotASubcogDatabase
-from subcog_store.model_files import PACKAGE_ROOT
-from subcog_store.normalize import content_hash
+from subcog_store.model.files import PACKAGE_ROOT
+from subcog_store.text.normalize import content_hash
 from subcog_store.store import Store
 
 # A semantic pair the guard accepts (same facts, other order): cosine ~0.965 with the int8 model.
@@ -326,7 +326,7 @@ def test_fail_open_when_onnxruntime_rejects_the_file(make_store, tmp_path: Path,
     # itself fails, and the store still falls back to the text tier.
     import json
 
-    from subcog_store.model_files import load_manifest
+    from subcog_store.model.files import load_manifest
 
     path = corrupt_model_dir(tmp_path, same_size=True)
     (path / ".verified").write_text(json.dumps(

@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
-from .pairs import LabeledPair
+from subcog_store.evaluation.pairs import LabeledPair
 
 if TYPE_CHECKING:
-    from .embedder import Embedder
+    from subcog_store.model.embedder import Embedder
 
 THRESHOLDS = (0.80, 0.82, 0.84, 0.86, 0.88, 0.90, 0.92, 0.94, 0.96, 0.98)
 
@@ -52,9 +52,9 @@ class EvalReport:
 
 def evaluate(pairs: Iterable[LabeledPair], namespace: str = "context", embedder: "Embedder | None" = None,
              environ: dict[str, str] | None = None) -> EvalReport:
-    from .guard import SUPPORT_MIN, changed_fact, lexical_support
-    from .namespaces import canonical_namespace
-    from .store import Store
+    from subcog_store.text.guard import SUPPORT_MIN, changed_fact, lexical_support
+    from subcog_store.text.namespaces import canonical_namespace
+    from subcog_store.store import Store
 
     pairs = list(pairs)
     store = Store(":memory:", embedder=embedder, environ=environ)

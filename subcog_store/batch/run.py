@@ -31,19 +31,19 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable
 
-from . import plugins
-from .clock import iso
-from .db import immediate
-from .errors import InvalidInput, NotFound
-from .namespaces import canonical_domain, canonical_namespace
-from .normalize import content_hash
-from .sqlfiles import q
-from .store import MEMORY_COLUMNS
+from subcog_store.dedup import plugins
+from subcog_store.clock import iso
+from subcog_store.db.connection import immediate
+from subcog_store.errors import InvalidInput, NotFound
+from subcog_store.text.namespaces import canonical_domain, canonical_namespace
+from subcog_store.text.normalize import content_hash
+from subcog_store.db.sqlfiles import q
+from subcog_store.store import MEMORY_COLUMNS
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from .store import Store
+    from subcog_store.store import Store
 
 ENV_THRESHOLD = "SUBCOG_DEDUP_BATCH_THRESHOLD"
 ENV_KNN = "SUBCOG_DEDUP_BATCH_KNN"            # matrix (default) | vec0: how the k nearest are found
@@ -341,7 +341,7 @@ def _vec0_candidates(store: "Store", vectors: "np.ndarray", seqs: list[int], nam
 def _text_candidates(store: "Store", mems: list[_Mem], namespace: str, domain: str, threshold: float, k: int,
                      tick: Callable[[int, int], None]) -> list[tuple[int, int, float]]:
     """FTS5 over shared significant words, confirmed by word overlap: the store's text tier, per memory."""
-    from .check import text_neighbours
+    from subcog_store.dedup.check import text_neighbours
 
     index = {m.id: i for i, m in enumerate(mems)}
     found: dict[tuple[int, int], float] = {}
@@ -381,7 +381,7 @@ class _UnionFind:
 
 
 def _guard_fn() -> Callable[[str, str], tuple[bool, str]]:
-    from .guard import SUPPORT_MIN, changed_fact, lexical_support
+    from subcog_store.text.guard import SUPPORT_MIN, changed_fact, lexical_support
 
     cache: dict[tuple[str, str], tuple[bool, str]] = {}
 

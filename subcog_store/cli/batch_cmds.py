@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from .cli import EXTENSIONS, command, emit, open_store
+from subcog_store.cli.app import EXTENSIONS, command, emit, open_store
 
 
 def register(sub, add) -> None:
@@ -32,7 +32,7 @@ def register(sub, add) -> None:
 
 @command("dedup")
 def cmd_dedup(args: argparse.Namespace) -> int:
-    from .batch import dedup
+    from subcog_store.batch.run import dedup
 
     with open_store(args) as store:
         report = dedup(store, namespace=args.namespace, domain=args.domain, threshold=args.threshold, k=args.k,
@@ -44,7 +44,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
 
 @command("unmerge")
 def cmd_unmerge(args: argparse.Namespace) -> int:
-    from .batch import unmerge
+    from subcog_store.batch.run import unmerge
 
     with open_store(args) as store:
         report = unmerge(store, args.id)

@@ -8,12 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from . import plugins
-from .check import CheckResult, Neighbour
-from .textsim import word_overlap
+from subcog_store.dedup import plugins
+from subcog_store.dedup.check import CheckResult, Neighbour
+from subcog_store.text.textsim import word_overlap
 
 if TYPE_CHECKING:
-    from .config import Settings
+    from subcog_store.config import Settings
 
 SKIP_DECISIONS = {"exact_match": "hash_exact", "semantic_similar": "semantic_skip", "recent_capture": "recent_capture"}
 REJECTIONS = {"hash_exact", "semantic_skip", "recent_capture", "auto_reject", "verifier_reject", "fallback_reject"}

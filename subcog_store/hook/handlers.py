@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .normalize import content_hash, fingerprint
-from .report import markdown, system_message
+from subcog_store.text.normalize import content_hash, fingerprint
+from subcog_store.hook.report import markdown, system_message
 
-log = logging.getLogger("subcog_store.hook")
+log = logging.getLogger("subcog_store.hook.handlers")
 TAGS = ["auto-captured", "pre-compact"]
 SAVE_GRACE_SECS = 0.5
 SOURCE = "pre-compact-hook"
@@ -152,10 +152,10 @@ def pre_compact(raw: bytes, options: HookOptions) -> Run:
 def _capture_transcript(run: Run, options: HookOptions, deadline: float) -> None:
     import apsw
 
-    from .candidates import extract_candidates
-    from .errors import SubcogError
-    from .store import Store
-    from .transcript import TranscriptError, read_assistant_texts
+    from subcog_store.hook.extract import extract_candidates
+    from subcog_store.errors import SubcogError
+    from subcog_store.store import Store
+    from subcog_store.hook.transcript import TranscriptError, read_assistant_texts
 
     try:
         dry_without_db = options.dry_run and not Path(options.db).exists()
@@ -194,7 +194,7 @@ def keep_to_budget(store, deadline: float, grace: float = 0.0) -> None:
 
 
 def _stored_offset(store, session_key: str, path: str) -> int:
-    from .sqlfiles import q
+    from subcog_store.db.sqlfiles import q
 
     row = store.con.execute(q("get_hook_offset"), {"session_id": session_key, "transcript_path": path}).fetchone()
     return int(row[0]) if row else 0
@@ -202,9 +202,9 @@ def _stored_offset(store, session_key: str, path: str) -> int:
 
 def _save(store, run: Run, session_key: str, offset: int | None) -> None:
     """Where this run stopped reading (when it finished) and its report, in one transaction."""
-    from .clock import iso
-    from .db import immediate
-    from .sqlfiles import q
+    from subcog_store.clock import iso
+    from subcog_store.db.connection import immediate
+    from subcog_store.db.sqlfiles import q
 
     now = iso(store.clock())
     with immediate(store.con):
@@ -223,7 +223,7 @@ def _dedupe_batch(run: Run, store, candidates: list, domain: str) -> list:
     The model is loaded only when some candidate is long enough for the semantic tier and is not already
     an exact match in the store, so a batch of repeats never pays for it.
     """
-    from .check import exact_tier
+    from subcog_store.dedup.check import exact_tier
 
     kept, seen = [], {}
     for c in candidates:
@@ -239,7 +239,7 @@ def _dedupe_batch(run: Run, store, candidates: list, domain: str) -> list:
                    and not exact_tier(store.con, content_hash(c.text), c.namespace, domain)]
     if len(needs_model) < 1 or not store.settings.dedup_semantic_enabled:
         return kept
-    from .guard import is_duplicate
+    from subcog_store.text.guard import is_duplicate
 
     store.embed_many([c.text for c in needs_model])
     vectors = {id(c): store.embed(c.text) for c in needs_model}
@@ -266,7 +266,7 @@ def _dedupe_batch(run: Run, store, candidates: list, domain: str) -> list:
 
 def _capture_all(run: Run, store, candidates: list, options: HookOptions, deadline: float) -> bool:
     """Capture (or, dry run, check) each candidate; False when the time budget ran out first."""
-    from .errors import SubcogError
+    from subcog_store.errors import SubcogError
 
     for c in candidates:
         if time.monotonic() > deadline:
@@ -322,10 +322,10 @@ def session_start(raw: bytes, db: Path) -> str:
     if payload.get("source") != "compact" or not isinstance(payload.get("session_id"), str):
         return ""
     try:
-        from .clock import iso
-        from .db import immediate
-        from .sqlfiles import q
-        from .store import Store
+        from subcog_store.clock import iso
+        from subcog_store.db.connection import immediate
+        from subcog_store.db.sqlfiles import q
+        from subcog_store.store import Store
 
         if not Path(db).exists():
             return ""

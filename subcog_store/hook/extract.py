@@ -5,9 +5,9 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
-from .classify import classify, strip_narration
-from .redact import redact
-from .transcript import AssistantText
+from subcog_store.hook.classify import classify, strip_narration
+from subcog_store.hook.redact import redact
+from subcog_store.hook.transcript import AssistantText
 
 __all__ = ["Candidate", "extract_candidates", "split_paragraphs"]
 

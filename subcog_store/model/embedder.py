@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from .model_files import model_dir, verify
+from subcog_store.model.files import model_dir, verify
 
 if TYPE_CHECKING:
     import numpy as np

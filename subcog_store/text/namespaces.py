@@ -1,7 +1,7 @@
 """The memory namespaces and the spellings accepted for them."""
 from __future__ import annotations
 
-from .errors import InvalidInput
+from subcog_store.errors import InvalidInput
 
 NAMESPACES: tuple[str, ...] = (
     "decisions", "patterns", "learnings", "context", "tech-debt", "blockers", "progress",

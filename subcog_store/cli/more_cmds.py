@@ -6,8 +6,8 @@ import json
 import sys
 from pathlib import Path
 
-from .cli import EXTENSIONS, command, db_path, emit, open_store
-from .errors import InvalidInput
+from subcog_store.cli.app import EXTENSIONS, command, db_path, emit, open_store
+from subcog_store.errors import InvalidInput
 
 
 def register(sub, add) -> None:
@@ -47,7 +47,7 @@ EXTENSIONS.append(register)
 def cmd_hook(args: argparse.Namespace) -> int:
     """Hooks exit 0 whatever happens, and never print a traceback."""
     try:
-        from .hook import HookOptions, pre_compact, pre_compact_output, session_start, setup_log
+        from subcog_store.hook.handlers import HookOptions, pre_compact, pre_compact_output, session_start, setup_log
 
         setup_log()
         raw = _read_stdin()
@@ -81,7 +81,7 @@ def _hook_db(args: argparse.Namespace) -> Path:
 
 @command("install-hooks")
 def cmd_install_hooks(args: argparse.Namespace) -> int:
-    from .install_hooks import SettingsError, install_hooks, settings_path, uninstall_hooks
+    from subcog_store.hook.install import SettingsError, install_hooks, settings_path, uninstall_hooks
 
     path = settings_path(Path(args.project) if args.project else None, user=args.user)
     try:
@@ -99,7 +99,7 @@ def cmd_install_hooks(args: argparse.Namespace) -> int:
 
 @command("review")
 def cmd_review(args: argparse.Namespace) -> int:
-    from .review import unreviewed
+    from subcog_store.review import unreviewed
 
     with open_store(args) as store:
         rows = unreviewed(store, args.limit, args.all)
@@ -117,7 +117,7 @@ def cmd_review(args: argparse.Namespace) -> int:
 
 @command("confirm")
 def cmd_confirm(args: argparse.Namespace) -> int:
-    from .review import confirm
+    from subcog_store.review import confirm
 
     with open_store(args) as store:
         row = confirm(store, args.id)
@@ -128,7 +128,7 @@ def cmd_confirm(args: argparse.Namespace) -> int:
 
 @command("reverse")
 def cmd_reverse(args: argparse.Namespace) -> int:
-    from .review import reverse
+    from subcog_store.review import reverse
 
     with open_store(args) as store:
         report = reverse(store, args.id)
@@ -138,8 +138,8 @@ def cmd_reverse(args: argparse.Namespace) -> int:
 
 @command("eval-pairs")
 def cmd_eval_pairs(args: argparse.Namespace) -> int:
-    from .evaluate import evaluate, format_report
-    from .pairs import read_pairs
+    from subcog_store.evaluation.evaluate import evaluate, format_report
+    from subcog_store.evaluation.pairs import read_pairs
 
     try:
         pairs = read_pairs(args.file, args.pairs_format)
@@ -156,6 +156,6 @@ def cmd_eval_pairs(args: argparse.Namespace) -> int:
 
 
 try:
-    from . import cli_batch  # noqa: F401  (dedup, unmerge)
+    from subcog_store.cli import batch_cmds as cli_batch  # noqa: F401  (dedup, unmerge)
 except ImportError:
     pass

@@ -10,15 +10,15 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterator
 
-from .normalize import content_hash
-from .sqlfiles import q
-from .textsim import fts_query, word_overlap
+from subcog_store.text.normalize import content_hash
+from subcog_store.db.sqlfiles import q
+from subcog_store.text.textsim import fts_query, word_overlap
 
 if TYPE_CHECKING:
     import apsw
     import numpy as np
 
-    from .config import Settings
+    from subcog_store.config import Settings
 
 NEIGHBOURS = 5
 # Policies act on neighbours from the lowest of these zone bounds up, so the guard judges those too.
@@ -42,7 +42,7 @@ class Neighbour:
     @property
     def agrees(self) -> bool:
         """Guard passed: no changed fact, and enough shared content that neither text adds a fact."""
-        from .guard import SUPPORT_MIN
+        from subcog_store.text.guard import SUPPORT_MIN
 
         return not self.changed_fact and (self.support is None or self.support >= SUPPORT_MIN)
 
@@ -124,7 +124,7 @@ def guard_floor(result: "CheckResult", settings: "Settings") -> float:
 def apply_guard(content: str, neighbours: list[Neighbour]) -> None:
     """Mark each neighbour whose text states a different fact (numbers, negation, order, ...), and measure
     how much content the two share (a clause one of them adds is a fact the other lacks)."""
-    from .guard import changed_fact, lexical_support
+    from subcog_store.text.guard import changed_fact, lexical_support
 
     for n in neighbours:
         if n.support is not None:  # already judged

@@ -8,9 +8,9 @@ from typing import Iterator
 
 import apsw
 
-from .errors import DatabaseError, NotASubcogDatabase
-from .normalize import content_hash
-from .sqlfiles import migrations
+from subcog_store.errors import DatabaseError, NotASubcogDatabase
+from subcog_store.text.normalize import content_hash
+from subcog_store.db.sqlfiles import migrations
 
 APPLICATION_ID = 0x53554243  # "SUBC"
 BUSY_TIMEOUT_MS = 10_000

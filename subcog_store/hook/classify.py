@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from .namespaces import NAMESPACES
+from subcog_store.text.namespaces import NAMESPACES
 
 __all__ = ["NAMESPACES", "classify", "is_narration", "split_sentences", "strip_narration"]
 
