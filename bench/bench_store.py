@@ -320,7 +320,7 @@ def measure_baselines(cfg: argparse.Namespace) -> dict:
     return {
         "python_pass_ms": wall_runs([sys.executable, "-c", "pass"], runs)[0],
         "cli_help_ms": wall_runs(cli() + ["--help"], runs)[0],
-        "import_ms": wall_runs([sys.executable, "-c", "import subcog_store.cli.app, subcog_store.cli.more_cmds, "
+        "import_ms": wall_runs([sys.executable, "-c", "import subcog_store.cli.main, subcog_store.cli.store_cmds, "
                                 "subcog_store.store"], runs)[0],
     }
 
@@ -416,7 +416,7 @@ def report(info: dict, emb: dict, results: list[dict], cold: dict[int, dict], ba
     lines.append(md_table(["figure"] + col, rows))
     lines.append("")
     lines.append(f"Cold-process baselines (wall, p50 / p95 over {cfg.cold_runs} runs): `python -c pass` "
-                 f"{p50_95(base['python_pass_ms'])} ms; `python -c 'import subcog_store.cli.app, subcog_store.cli.more_cmds, "
+                 f"{p50_95(base['python_pass_ms'])} ms; `python -c 'import subcog_store.cli.main, subcog_store.cli.store_cmds, "
                  f"subcog_store.store'` {p50_95(base['import_ms'])} ms; `subcog-store --help` "
                  f"{p50_95(base['cli_help_ms'])} ms.")
     r0 = results[0]

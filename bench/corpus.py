@@ -2,7 +2,7 @@
 
 The sentences are realistic text, not random vectors: decisions, learnings and patterns about services,
 databases, caches, queues, CI, ports, timeouts, libraries and versions, generated from templates and
-vocabularies with a fixed seed, plus natural sentences from /work/shared/data (MRPC, STS-B) when present.
+vocabularies with a fixed seed, plus natural sentences from ../shared/data (MRPC, STS-B) when present.
 
 Embeddings are cached in bench/out/ keyed by a hash of the model files and of every sentence, so only the
 first run pays for embedding the corpus.
@@ -15,6 +15,7 @@ import argparse
 import csv
 import hashlib
 import json
+import os
 import random
 import sys
 import time
@@ -26,7 +27,8 @@ import numpy as np
 from subcog_store.text.normalize import content_hash
 
 OUT_DIR = Path(__file__).resolve().parent / "out"
-DATA_DIR = Path("/work/shared/data")
+SHARED_DIR = Path(os.environ.get("SUBCOG_SHARED_DIR") or Path(__file__).resolve().parents[2] / "shared")
+DATA_DIR = SHARED_DIR / "data"
 MODEL_MANIFEST = Path(__file__).resolve().parent.parent / "models" / "manifest.json"
 CORPUS_SEED = 20240601
 QUERY_SEED = 777

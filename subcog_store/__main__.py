@@ -1,5 +1,5 @@
 import sys
 
-from subcog_store.cli.app import main
+from subcog_store.cli.main import main
 
 sys.exit(main())

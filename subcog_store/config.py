@@ -1,12 +1,17 @@
-"""Settings: environment variables over the database's `settings` table over the defaults.
+"""Every `SUBCOG_*` variable and every path, parsed and validated here and nowhere else.
 
-Every setting has an environment variable `SUBCOG_<NAME>` and a `settings` row keyed `<name>` (lower case).
-A value that does not parse or is out of range raises ConfigError naming the variable.
+Two kinds of setting:
+- store settings (`SCOPE_STORE`): the environment variable, else the database's `settings` row (key in lower
+  case, without the prefix), else the default;
+- process settings (`SCOPE_PROCESS`): the environment variable, else the default (paths, hook and batch knobs).
+A value that does not parse, is not finite or is out of range raises ConfigError naming the variable. The CLI
+exits 3 with that message; the hooks fail open and put it in the log and the systemMessage.
 """
 from __future__ import annotations
 
+import math
 import os
-from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Mapping
 
 from subcog_store.errors import ConfigError
@@ -15,6 +20,10 @@ from subcog_store.text.namespaces import NAMESPACES, env_suffix
 POLICIES = ("skip", "verify", "replace", "merge")
 DEFAULT_THRESHOLDS = {"decisions": 0.92, "patterns": 0.90, "learnings": 0.88}
 MAX_CONTENT_BYTES = 64 * 1024
+SCOPE_STORE, SCOPE_PROCESS = "store", "process"
+# Store settings the pruning trigger of recent_captures reads (through subcog_setting() for overrides).
+TRIGGER_SETTINGS = ("dedup_time_window_secs", "dedup_cache_capacity")
+CHECKOUT = Path(__file__).resolve().parents[1]      # the source tree this package runs from, if any
 
 
 def _bool(text: str) -> bool:
@@ -26,6 +35,30 @@ def _bool(text: str) -> bool:
     raise ValueError("expected true or false")
 
 
+def _float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError("expected a finite number")
+    return value
+
+
+def _int(text: str) -> int:
+    if len(text.strip()) > 19:
+        raise ValueError("too many digits")
+    return int(text)
+
+
+def _text(text: str) -> str:
+    return text
+
+
+def _label(text: str) -> str:
+    value = text.strip()
+    if not value or "/" in value or len(value) > 100:
+        raise ValueError("expected a non-empty label of at most 100 characters, no '/'")
+    return value
+
+
 def _choice(*allowed: str) -> Callable[[str], str]:
     def parse(text: str) -> str:
         value = text.strip().lower()
@@ -35,13 +68,15 @@ def _choice(*allowed: str) -> Callable[[str], str]:
     return parse
 
 
-@dataclass(frozen=True)
 class Spec:
-    key: str
-    parse: Callable[[str], object]
-    default: object
-    low: float | None = None
-    high: float | None = None
+    """One setting: its key (the variable is SUBCOG_<KEY>), parser, default, range and scope."""
+
+    __slots__ = ("key", "parse", "default", "low", "high", "scope", "help")
+
+    def __init__(self, key: str, parse: Callable[[str], object], default: object, low: float | None = None,
+                 high: float | None = None, scope: str = SCOPE_STORE, help: str = ""):
+        self.key, self.parse, self.default, self.low, self.high = key, parse, default, low, high
+        self.scope, self.help = scope, help
 
     @property
     def env(self) -> str:
@@ -49,28 +84,40 @@ class Spec:
 
 
 def _specs() -> list[Spec]:
+    p = SCOPE_PROCESS
     specs = [
         Spec("dedup_enabled", _bool, True),
         Spec("dedup_semantic_enabled", _bool, True),
-        Spec("dedup_threshold_default", float, 0.90, 0.0, 1.0),
-        Spec("dedup_time_window_secs", int, 300, 0, 10 * 365 * 86400),
-        Spec("dedup_cache_capacity", int, 1000, 1, 10_000_000),
-        Spec("dedup_min_semantic_length", int, 50, 0, MAX_CONTENT_BYTES),
-        Spec("dedup_text_threshold", float, 0.80, 0.0, 1.0),
+        Spec("dedup_threshold_default", _float, 0.90, 0.0, 1.0),
+        Spec("dedup_time_window_secs", _int, 300, 0, 10 * 365 * 86400),
+        Spec("dedup_cache_capacity", _int, 1000, 1, 10_000_000),
+        Spec("dedup_min_semantic_length", _int, 50, 0, MAX_CONTENT_BYTES),
+        Spec("dedup_text_threshold", _float, 0.80, 0.0, 1.0),
         Spec("dedup_policy_default", _choice(*POLICIES), "skip"),
-        Spec("verify_reject_threshold", float, 0.98, 0.0, 1.0),
-        Spec("verify_gray_threshold", float, 0.88, 0.0, 1.0),
+        Spec("verify_reject_threshold", _float, 0.98, 0.0, 1.0),
+        Spec("verify_gray_threshold", _float, 0.88, 0.0, 1.0),
         Spec("verify_fallback", _choice("keep", "reject"), "keep"),
-        Spec("replace_threshold", float, 0.95, 0.0, 1.0),
-        Spec("replace_merge_threshold", float, 0.90, 0.0, 1.0),
-        Spec("merge_threshold", float, 0.90, 0.0, 1.0),
-        Spec("verify_cmd", str, ""),
-        Spec("merge_cmd", str, ""),
-        Spec("plugin_timeout_secs", float, 10.0, 0.1, 600.0),
+        Spec("replace_threshold", _float, 0.95, 0.0, 1.0),
+        Spec("replace_merge_threshold", _float, 0.90, 0.0, 1.0),
+        Spec("merge_threshold", _float, 0.90, 0.0, 1.0),
+        Spec("verify_cmd", _text, ""),
+        Spec("merge_cmd", _text, ""),
+        Spec("plugin_timeout_secs", _float, 10.0, 0.1, 600.0),
+        # process settings
+        Spec("db", _text, None, scope=p, help="database file"),
+        Spec("model_dir", _text, None, scope=p, help="where model.onnx and tokenizer.json are"),
+        Spec("hook_log", _text, None, scope=p, help="the hooks' log file"),
+        Spec("hook_budget_secs", _float, 20.0, 0.1, 600.0, scope=p),
+        Spec("hook_min_confidence", _float, 0.5, 0.0, 1.0, scope=p),
+        Spec("hook_include_sidechain", _bool, False, scope=p),
+        Spec("hook_domain", _label, None, scope=p),
+        Spec("dedup_batch_threshold", _float, None, 0.0, 1.0, scope=p),
+        Spec("dedup_batch_knn", _choice("matrix", "vec0"), "matrix", scope=p),
+        Spec("batch_test_sleep", _float, 0.0, 0.0, 60.0, scope=p, help="tests only: pause after each cluster"),
     ]
     for namespace in NAMESPACES:
         suffix = env_suffix(namespace).lower()
-        specs.append(Spec(f"dedup_threshold_{suffix}", float, DEFAULT_THRESHOLDS.get(namespace), 0.0, 1.0))
+        specs.append(Spec(f"dedup_threshold_{suffix}", _float, DEFAULT_THRESHOLDS.get(namespace), 0.0, 1.0))
         specs.append(Spec(f"dedup_policy_{suffix}", _choice(*POLICIES), None))
     return specs
 
@@ -79,21 +126,22 @@ SPECS: dict[str, Spec] = {spec.key: spec for spec in _specs()}
 
 
 def _parse(spec: Spec, raw: str, origin: str) -> object:
+    if len(raw) > 4096:
+        raise ConfigError(f"{origin} is longer than 4096 characters")
     try:
         value = spec.parse(raw)
-    except ValueError as e:
-        raise ConfigError(f"{origin} = {raw!r} does not parse: {e}") from None
+    except (ValueError, OverflowError) as e:
+        raise ConfigError(f"{origin} = {raw[:80]!r} does not parse: {e}") from None
     if spec.low is not None and not (spec.low <= value <= spec.high):  # type: ignore[operator]
-        raise ConfigError(f"{origin} = {raw!r} is out of range ({spec.low} to {spec.high})")
+        raise ConfigError(f"{origin} = {raw[:80]!r} is out of range ({spec.low} to {spec.high})")
     return value
 
 
-@dataclass(frozen=True)
 class Settings:
-    """The effective settings; `values` maps each key to its value, `origins` says where it came from."""
+    """The effective settings: `values[key]` and `origins[key]` (env, settings or default), also as attributes."""
 
-    values: dict[str, object] = field(default_factory=dict)
-    origins: dict[str, str] = field(default_factory=dict)
+    def __init__(self, values: dict[str, object], origins: dict[str, str], environ: Mapping[str, str]):
+        self.values, self.origins, self._environ = values, origins, environ
 
     @classmethod
     def load(cls, stored: Mapping[str, str] | None = None, environ: Mapping[str, str] | None = None) -> "Settings":
@@ -101,17 +149,17 @@ class Settings:
         stored = stored or {}
         values, origins = {}, {}
         for key, spec in SPECS.items():
-            if spec.env in environ:
+            if environ.get(spec.env, "") != "" or (spec.env in environ and spec.scope == SCOPE_STORE):
                 values[key], origins[key] = _parse(spec, environ[spec.env], spec.env), "env"
-            elif key in stored:
+            elif spec.scope == SCOPE_STORE and key in stored:
                 values[key], origins[key] = _parse(spec, str(stored[key]), f"settings.{key}"), "settings"
             else:
                 values[key], origins[key] = spec.default, "default"
-        return cls(values, origins)
+        return cls(values, origins, environ)
 
     def __getattr__(self, key: str) -> object:
         try:
-            return self.values[key]
+            return self.__dict__["values"][key]
         except KeyError:
             raise AttributeError(key) from None
 
@@ -123,3 +171,74 @@ class Settings:
     def policy(self, namespace: str) -> str:
         value = self.values.get(f"dedup_policy_{env_suffix(namespace).lower()}")
         return str(value or self.values["dedup_policy_default"])
+
+    def overrides(self) -> dict[str, float]:
+        """This process's overrides of the settings the pruning trigger reads (subcog_setting() in SQL)."""
+        return {k: self.values[k] for k in TRIGGER_SETTINGS if self.origins[k] == "env"}  # type: ignore[misc]
+
+    @property
+    def model_dir(self) -> Path | None:
+        """SUBCOG_MODEL_DIR when this settings' environment sets it (else None: the process's own is used)."""
+        return model_dir(self._environ) if self._environ.get("SUBCOG_MODEL_DIR") else None
+
+
+def process_setting(key: str, environ: Mapping[str, str] | None = None) -> object:
+    """One process setting: the environment variable, else the default (raises ConfigError naming it)."""
+    environ = os.environ if environ is None else environ
+    spec = SPECS[key]
+    raw = environ.get(spec.env, "")
+    return _parse(spec, raw, spec.env) if raw != "" else spec.default
+
+
+# ------------------------------------------------------------------------------------------------ paths
+
+def _home(environ: Mapping[str, str]) -> Path:
+    return Path(environ.get("HOME") or Path.home())
+
+
+def data_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """`$XDG_DATA_HOME/subcog-store` (default ~/.local/share/subcog-store)."""
+    environ = os.environ if environ is None else environ
+    return Path(environ.get("XDG_DATA_HOME") or _home(environ) / ".local" / "share") / "subcog-store"
+
+
+def state_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """`$XDG_STATE_HOME/subcog-store` (default ~/.local/state/subcog-store)."""
+    environ = os.environ if environ is None else environ
+    return Path(environ.get("XDG_STATE_HOME") or _home(environ) / ".local" / "state") / "subcog-store"
+
+
+def db_path(environ: Mapping[str, str] | None = None) -> Path:
+    """`SUBCOG_DB`, else `$XDG_DATA_HOME/subcog-store/memories.db`."""
+    value = process_setting("db", environ)
+    return Path(str(value)) if value else data_dir(environ) / "memories.db"
+
+
+def hook_log_path(environ: Mapping[str, str] | None = None) -> Path:
+    """`SUBCOG_HOOK_LOG`, else `$XDG_STATE_HOME/subcog-store/hook.log`."""
+    value = process_setting("hook_log", environ)
+    return Path(str(value)) if value else state_dir(environ) / "hook.log"
+
+
+def model_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """`SUBCOG_MODEL_DIR`, else `models/` of the source checkout when running from one, else
+    `$XDG_DATA_HOME/subcog-store/models` (where an installed package fetches its model on first need)."""
+    value = process_setting("model_dir", environ)
+    if value:
+        return Path(str(value))
+    checkout = CHECKOUT / "models"
+    if (checkout / RESOURCE_MARKERS["models"]).is_file():
+        return checkout
+    return data_dir(environ) / "models"
+
+
+RESOURCE_MARKERS = {"sql": "schema/001_store.sql", "models": "manifest.json"}
+
+
+def resource_dir(name: str) -> Path:
+    """`sql/` or `models/` shipped with the package: the checkout's copy, else the installed package data."""
+    for candidate in (CHECKOUT / name, Path(__file__).resolve().parent / name):
+        if (candidate / RESOURCE_MARKERS[name]).is_file():
+            return candidate
+    raise ConfigError(f"{name}/ is missing from this installation of subcog-store (looked in {CHECKOUT / name} "
+                      f"and {Path(__file__).resolve().parent / name}); reinstall the package")

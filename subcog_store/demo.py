@@ -17,8 +17,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
 CHECKER = ROOT.parent / "shared" / "tools" / "check_hook_output.py"
-AUDIT = """select namespace, decision, round(similarity, 3) as sim, substr(new_content, 1, 60) as text
-from v_decisions order by id;"""
 
 
 def run(args: list[str], env: dict, stdin: str | None = None) -> str:
@@ -58,9 +56,12 @@ def main() -> int:
     print(json.loads(output)["hookSpecificOutput"]["additionalContext"] if output.strip() else "(nothing)")
     print(check_contract("SessionStart", output) + "\n")
     print("## audit: the decision log, from the stock sqlite3 shell (no extension needed)")
+    from subcog_store.db.sqlfiles import q
+
+    audit = q("audit_decisions").rstrip(";") + ";"
     if shutil.which("sqlite3"):
-        print(f"$ sqlite3 -header -column {db} \"{' '.join(AUDIT.split())}\"")
-        subprocess.run(["sqlite3", "-header", "-column", str(db), AUDIT], check=False)
+        print(f"$ sqlite3 -header -column {db} \"{' '.join(audit.split())}\"")
+        subprocess.run(["sqlite3", "-header", "-column", str(db), audit], check=False)
     else:
         print("(sqlite3 is not installed; the same query through subcog-store's connection)")
         print(run(["sql", "--print"], env))

@@ -1,13 +1,16 @@
 """`doctor`: verify the store's invariants; each finding names what is wrong."""
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Iterator
 
 import apsw
 
 from subcog_store.db.connection import latest_version, schema_version
 from subcog_store.text.normalize import content_hash
 from subcog_store.db.sqlfiles import q
+from subcog_store.errors import NotFound
 
 
 @dataclass
@@ -16,6 +19,22 @@ class Finding:
     ok: bool
     detail: str = ""
     examples: list[str] = field(default_factory=list)
+
+
+@contextmanager
+def open_for_doctor(args) -> Iterator["apsw.Connection"]:
+    """The database as it is: never migrated (so the schema check can fail), never created."""
+    from subcog_store.cli.app import db_path
+    from subcog_store.db.connection import connect
+
+    path = db_path(args)
+    if not path.exists():
+        raise NotFound(f"{path} does not exist (run `subcog-store init`)")
+    con = connect(path, migrate=False)
+    try:
+        yield con
+    finally:
+        con.close()
 
 
 def diagnose(con: apsw.Connection) -> list[Finding]:
@@ -31,7 +50,7 @@ def diagnose(con: apsw.Connection) -> list[Finding]:
     version = schema_version(con)
     findings.append(Finding("schema_version", version == latest_version(),
                             f"version {version}, latest {latest_version()}"))
-    integrity = [r[0] for r in con.execute("pragma quick_check")]
+    integrity = [r[0] for r in con.execute(q("quick_check"))]
     findings.append(Finding("sqlite_integrity", integrity == ["ok"], "; ".join(integrity[:3])))
     add("active_memory_has_vector", ids("active_without_vector"),
         "active memories without a vector (run `subcog-store reembed`)")

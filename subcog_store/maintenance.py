@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from subcog_store.db import memories as writer
 from subcog_store.db.connection import immediate
-from subcog_store.errors import SubcogError
 from subcog_store.db.sqlfiles import q
+from subcog_store.errors import SubcogError
 
 if TYPE_CHECKING:
     from subcog_store.store import Store
@@ -23,8 +24,6 @@ def reembed(store: "Store", batch: int = 256) -> int:
         with immediate(store.con):
             for memory, vector in zip(memories, vectors):
                 if store.get(memory.id).status == "active":
-                    store.con.execute(q("delete_vector"), {"seq": memory.seq})
-                    store.con.execute(q("insert_vector"), {"seq": memory.seq, "namespace": memory.namespace,
-                                                           "domain": memory.domain, "embedding": vector.tobytes()})
+                    writer.set_vector(store.con, memory.seq, memory.namespace, memory.domain, vector.tobytes())
                     done += 1
     return done

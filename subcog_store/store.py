@@ -1,71 +1,44 @@
-"""The Store: one SQLite file; capture, check, record, read. Python orchestrates, SQL decides."""
+"""The Store: one SQLite file; check, capture, read. Python orchestrates, SQL decides.
+
+Writes go through `db.memories` (the one writer); the duplicate rule is `dedup.rule`; the capture of many
+texts at once (hooks, JSONL, eval) is `capture_many`, which owns the in-batch deduplication, when to load the
+model and what to embed.
+"""
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections import OrderedDict
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import apsw
 
-from subcog_store.dedup.check import CheckInputs, CheckResult, apply_guard, check_row, exact_tier, guard_floor, run_check, urn
 from subcog_store.clock import Clock, iso, system_clock
-from subcog_store.config import MAX_CONTENT_BYTES, Settings
-from subcog_store.db.connection import BUSY_TIMEOUT_MS, connect, immediate
-from subcog_store.errors import DatabaseError, InvalidInput, NotFound
-from subcog_store.text.namespaces import canonical_domain, canonical_namespace
-from subcog_store.text.normalize import content_hash
+from subcog_store.config import Settings
+from subcog_store.db import memories as writer
+from subcog_store.db.connection import BUSY_TIMEOUT_MS, connect, dict_rows, immediate, set_overrides
+from subcog_store.db.memories import Memory, urn
 from subcog_store.db.sqlfiles import q
+from subcog_store.dedup.check import CheckInputs, CheckResult, apply_guard, check_row, exact_tier, guard_floor, \
+    run_check
+from subcog_store.dedup.rule import PhraseSimilarity
+from subcog_store.errors import DatabaseError, InvalidInput, NotFound, SubcogError
+from subcog_store.inputs import CaptureRequest, Prepared, prepare, validate_content
+from subcog_store.text.namespaces import canonical_domain, canonical_namespace
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from subcog_store.model.embedder import Embedder
+    from subcog_store.dedup.in_batch import Outcome
     from subcog_store.dedup.policies import Plan
+    from subcog_store.model.embedder import Embedder
+
+__all__ = ["Store", "Memory", "CaptureResult", "CaptureRequest", "validate_content"]
 
 log = logging.getLogger("subcog_store")
-MEMORY_COLUMNS = ("id", "domain", "namespace", "content", "content_hash", "importance", "tags", "status", "source",
-                  "session_id", "created_at", "updated_at", "successor_id", "seq")
-SYNCED_SETTINGS = ("dedup_time_window_secs", "dedup_cache_capacity")
 CHECK_LOG_WAIT_MS = 250
-
-
-@dataclass
-class Memory:
-    id: str
-    domain: str
-    namespace: str
-    content: str
-    content_hash: str
-    importance: float
-    tags: list[str]
-    status: str
-    source: str | None
-    session_id: str | None
-    created_at: str
-    updated_at: str
-    successor_id: str | None
-    seq: int
-
-    @classmethod
-    def from_row(cls, row: Sequence) -> "Memory":
-        data = dict(zip(MEMORY_COLUMNS, row))
-        data["tags"] = json.loads(data["tags"])
-        return cls(**data)
-
-    @property
-    def urn(self) -> str:
-        return urn(self.domain, self.namespace, self.id)
-
-    def to_dict(self) -> dict:
-        data = asdict(self)
-        data.pop("seq")
-        data["urn"] = self.urn
-        return data
+VECTOR_CACHE = 8192
 
 
 @dataclass
@@ -79,6 +52,7 @@ class CaptureResult:
     retired: list[str] = field(default_factory=list)
     reasoning: str | None = None
     warnings: list[str] = field(default_factory=list)
+    outdated: list[str] = field(default_factory=list)   # memories this capture marked as outdated
 
     def to_dict(self) -> dict:
         data = {k: v for k, v in asdict(self).items() if k != "check"}
@@ -86,61 +60,22 @@ class CaptureResult:
         return data
 
 
-def validate_content(content: object) -> str:
-    """Return the content as str, or raise InvalidInput (empty, oversized, not UTF-8)."""
-    if isinstance(content, (bytes, bytearray)):
-        try:
-            content = bytes(content).decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise InvalidInput(f"content is not valid UTF-8 (byte {e.start})") from None
-    if not isinstance(content, str):
-        raise InvalidInput("content must be text")
-    try:
-        size = len(content.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise InvalidInput("content is not valid UTF-8 (lone surrogate)") from None
-    if not content.strip():
-        raise InvalidInput("content is empty or only whitespace")
-    if size > MAX_CONTENT_BYTES:
-        raise InvalidInput(f"content is {size} bytes; the limit is {MAX_CONTENT_BYTES} bytes (64 KiB)")
-    return content
-
-
-def validate_tags(tags: Iterable[str] | None) -> list[str]:
-    if tags is None:
-        return []
-    if isinstance(tags, (str, bytes)) or not isinstance(tags, (list, tuple, set, frozenset)):
-        raise InvalidInput(f"tags must be a list of strings, not {type(tags).__name__}")
-    out: list[str] = []
-    for tag in tags:
-        if not isinstance(tag, str) or not tag.strip():
-            raise InvalidInput(f"invalid tag {tag!r}: tags are non-empty strings")
-        if tag.strip() not in out:
-            out.append(tag.strip())
-    return out
-
-
-def validate_importance(importance: object) -> float:
-    try:
-        value = float(importance)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise InvalidInput(f"importance {importance!r} is not a number") from None
-    if not 0.0 <= value <= 1.0:
-        raise InvalidInput(f"importance {value} is out of range (0 to 1)")
-    return value
-
-
 class Store:
     """A subcog-store database. `embedder=None` uses the packaged MiniLM model, loaded on first need."""
 
     def __init__(self, path: str | os.PathLike, *, embedder: "Embedder | None" = None, clock: Clock = system_clock,
-                 environ: dict[str, str] | None = None, readonly: bool = False):
+                 environ: dict[str, str] | None = None, readonly: bool = False, fetch_model: bool = True):
         self.path = str(path)
+        self.fetch_model = fetch_model  # may download the model files on first need (never in a hook)
         self.con = connect(self.path, readonly=readonly)
         self.clock = clock
         self.readonly = readonly
         self._environ = environ
-        self.settings = self.load_settings()
+        try:
+            self.settings = self.load_settings()
+        except BaseException:
+            self.con.close()
+            raise
         self._embedder = embedder
         self._embedder_error: str | None = None
         self._vectors: OrderedDict[str, "np.ndarray"] = OrderedDict()
@@ -148,7 +83,9 @@ class Store:
     # -- set-up -------------------------------------------------------------------------------------------
     def load_settings(self) -> Settings:
         stored = dict(self.con.execute(q("select_settings")).fetchall())
-        return Settings.load(stored, self._environ)
+        settings = Settings.load(stored, self._environ)
+        set_overrides(self.con, settings.overrides())
+        return settings
 
     def close(self) -> None:
         self.con.close()
@@ -166,8 +103,7 @@ class Store:
             return None
         if self._embedder is None:
             from subcog_store.model.embedder import Embedder
-            directory = (self._environ or {}).get("SUBCOG_MODEL_DIR")
-            self._embedder = Embedder(Path(directory) if directory else None)
+            self._embedder = Embedder(self.settings.model_dir, fetch_missing=self.fetch_model)
         try:
             self._embedder.load()
         except Exception as e:  # missing or corrupt files, onnxruntime failure: the text tier stands in
@@ -182,6 +118,8 @@ class Store:
 
     def embed(self, content: str, hash_hex: str | None = None) -> "np.ndarray | None":
         """The unit vector of `content` (cached by content hash: identical content is embedded once)."""
+        from subcog_store.text.normalize import content_hash
+
         key = hash_hex or content_hash(content)
         if key in self._vectors:
             self._vectors.move_to_end(key)
@@ -193,47 +131,63 @@ class Store:
         self._remember_vector(key, vector)
         return vector
 
-    def embed_many(self, contents: Sequence[str]) -> None:
-        """Embed a batch in one model call (only contents not already cached) and cache the vectors.
-
-        An optimisation only: when the batch fails, each content is embedded (or fails open) on its own later.
-        """
+    def embed_many(self, contents: Sequence[str], hashes: Sequence[str] | None = None) -> None:
+        """Embed in one model call the contents not cached yet. An optimisation only: when it fails, each
+        content is embedded (or fails open) on its own later."""
         if not contents or not self.settings.dedup_semantic_enabled:
             return
+        from subcog_store.text.normalize import content_hash
+
         try:
-            self._embed_missing(contents)
-        except Exception as e:  # noqa: BLE001
+            missing: dict[str, str] = {}
+            for i, text in enumerate(contents):
+                key = hashes[i] if hashes else content_hash(text)
+                if key not in self._vectors:
+                    missing.setdefault(key, text)
+            embedder = self.embedder if missing else None
+            if embedder is None:
+                return
+            for key, vector in zip(missing, embedder.embed_batch(list(missing.values()))):
+                self._remember_vector(key, vector)
+        except Exception as e:  # noqa: BLE001 - an invalid text, a model failure: each text goes on alone
             log.warning("batch embedding failed, embedding one by one: %s: %s", type(e).__name__, e)
 
-    def _embed_missing(self, contents: Sequence[str]) -> None:
-        missing = {}
-        for text in contents:
-            key = content_hash(text)
-            if key not in self._vectors:
-                missing.setdefault(key, text)
-        embedder = self.embedder if missing else None
-        if embedder is None:
-            return
-        vectors = embedder.embed_batch(list(missing.values()))
-        for key, vector in zip(missing, vectors):
-            self._remember_vector(key, vector)
+    def cached_vector(self, hash_hex: str) -> "np.ndarray | None":
+        return self._vectors.get(hash_hex)
 
     def _remember_vector(self, key: str, vector: "np.ndarray") -> None:
         self._vectors[key] = vector
-        while len(self._vectors) > 4096:
+        while len(self._vectors) > VECTOR_CACHE:
             self._vectors.popitem(last=False)
 
+    def phrase_similarity(self) -> PhraseSimilarity | None:
+        """The model's similarity of two short phrases, for the guard; None while the model is not loaded (the
+        guard never loads it on its own)."""
+        if self._embedder is None or not self._embedder.loaded or self.embedder is None:
+            return None
+
+        def similarity(a: str, b: str) -> float:
+            va, vb = self.embed(a), self.embed(b)
+            return float(va @ vb) if va is not None and vb is not None else 0.0
+        return similarity
+
     # -- the check ------------------------------------------------------------------------------------------
-    def _inputs(self, content: object, namespace: str, domain: str | None) -> CheckInputs:
+    def _inputs(self, content: object, namespace: str, domain: str | None, hash_hex: str | None = None
+                ) -> CheckInputs:
+        from subcog_store.text.normalize import content_hash
+
         text = validate_content(content)
-        return CheckInputs(text, content_hash(text), canonical_namespace(namespace), canonical_domain(domain),
-                           self.clock())
+        return CheckInputs(text, hash_hex or content_hash(text), canonical_namespace(namespace),
+                           canonical_domain(domain), self.clock())
+
+    def _check(self, inputs: CheckInputs) -> CheckResult:
+        return run_check(self.con, inputs, self.settings, self.embed, self.phrase_similarity())
 
     def check_duplicate(self, content: str, namespace: str, domain: str | None = None, *,
                         log_check: bool = True) -> CheckResult:
         """Is `content` a duplicate in its (domain, namespace)? Runs exact, semantic, recent; first hit wins."""
         inputs = self._inputs(content, namespace, domain)
-        result = run_check(self.con, inputs, self.settings, self._embed_for_check)
+        result = self._check(inputs)
         if log_check and not self.readonly:
             # The log row is best effort: a check on a read-only or busy file still answers, without waiting
             # long behind another process's capture.
@@ -247,169 +201,124 @@ class Store:
                 self.con.setbusytimeout(BUSY_TIMEOUT_MS)
         return result
 
-    def _embed_for_check(self, content: str, hash_hex: str) -> "np.ndarray | None":
-        return self.embed(content, hash_hex)
-
     # -- capture --------------------------------------------------------------------------------------------
     def capture(self, content: str, namespace: str, domain: str | None = None, *, importance: float = 0.5,
                 tags: Iterable[str] | None = None, source: str | None = None, session_id: str | None = None,
-                policy: str | None = None) -> CaptureResult:
+                policy: str | None = None, created_at: str | None = None) -> CaptureResult:
         """Check `content` and, unless it is a duplicate under the namespace's policy, store it (memory, vector
         and recent-capture row in one transaction). Every decision is written to the decision log."""
-        inputs = self._inputs(content, namespace, domain)
-        tags_list, importance = validate_tags(tags), validate_importance(importance)
-        for name, value in (("source", source), ("session_id", session_id)):
-            if value is not None and not isinstance(value, str):
-                raise InvalidInput(f"{name} must be text, not {type(value).__name__}")
-        if policy is not None and policy not in ("skip", "verify", "replace", "merge"):
-            raise InvalidInput(f"unknown policy {policy!r}: skip, verify, replace or merge")
+        prepared = prepare(CaptureRequest(content, namespace, domain, importance, tags, source, session_id, policy,
+                                          created_at))
+        return self.capture_prepared(prepared)
+
+    def capture_prepared(self, p: Prepared) -> CaptureResult:
+        """`capture` of a request already validated (`inputs.prepare`): the content hash is computed once."""
         if self.readonly:
             raise DatabaseError(f"{self.path}: opened read-only")
         from subcog_store.dedup import policies
 
-        policy = policy or self.settings.policy(inputs.namespace)
-        check = run_check(self.con, inputs, self.settings, self._embed_for_check)
+        policy = p.policy or self.settings.policy(p.namespace)
+        inputs = CheckInputs(p.content, p.content_hash, p.namespace, p.domain, self.clock())
+        check = self._check(inputs)
         floor = guard_floor(check, self.settings)
-        apply_guard(inputs.content, [n for n in check.neighbours if n.similarity >= floor])
-        matched_at = None
-        if check.neighbours:
-            best = max(check.neighbours, key=lambda n: n.similarity)
-            row = self.con.execute(q("get_memory"), {"id": best.memory_id}).fetchone()
-            matched_at = row[10] if row else None
-        plan = policies.plan(check, inputs.content, policy, self.settings, iso(inputs.now), matched_at)
+        apply_guard(p.content, [n for n in check.neighbours if n.similarity >= floor], self.phrase_similarity())
+        best = max(check.neighbours, key=lambda n: n.similarity, default=None)
+        matched = writer.get(self.con, best.memory_id) if best else None
+        plan = policies.plan(check, p.content, policy, self.settings, iso(inputs.now),
+                             matched.created_at if matched else None)
         vector = None
         if plan.store and self.settings.dedup_semantic_enabled:
             try:
-                vector = self.embed(plan.content)
+                vector = self.embed(plan.content, p.content_hash if plan.content == p.content else None)
             except Exception as e:  # fail open: store without a vector; doctor reports it, reembed fixes it
                 plan.warnings.append(f"not embedded: {type(e).__name__}: {e}")
-        meta = {"importance": importance, "tags": tags_list, "source": source, "session_id": session_id}
         try:
-            return self._apply(inputs, check, plan, vector, meta)
+            return self._apply(p, inputs, check, plan, vector)
         except apsw.BusyError:
             raise DatabaseError(f"{self.path}: the database is locked by another process") from None
-        except (apsw.ReadOnlyError, apsw.CantOpenError) as e:
-            raise DatabaseError(f"{self.path}: cannot write: {e}") from None
 
-    def _apply(self, inputs: CheckInputs, check: CheckResult, plan: "Plan", vector: "np.ndarray | None",
-               meta: dict) -> CaptureResult:
+    def _apply(self, p: Prepared, inputs: CheckInputs, check: CheckResult, plan: "Plan",
+               vector: "np.ndarray | None") -> CaptureResult:
         now = iso(inputs.now)
-        with immediate(self.con), self._pruning_settings(now):
+        con = self.con
+        undo = writer.Undo(candidate=p.candidate())
+        memory_id, outdated = None, []
+        with immediate(con):
             if plan.store:
                 self._revalidate(inputs, check, plan)
-            undo: dict = {"candidate": {"content": inputs.content, **meta}}
-            memory_id = None
-            if plan.retire:
-                undo["retired"] = [self._retire(mid, plan.retire_status, now) for mid in plan.retire]
             if plan.store:
-                if plan.decision == "merged" and undo.get("retired"):  # highest importance, union of tags
-                    old = undo["retired"][0]["row"]
-                    meta = {**meta, "importance": max(meta["importance"], old["importance"]),
-                            "tags": list(dict.fromkeys(json.loads(old["tags"]) + meta["tags"]))}
-                memory_id = self._insert_memory(inputs, plan.content, meta, vector, now)
-                for retired in undo.get("retired", []):
-                    self.con.execute("update memories set successor_id = ? where id = ?",
-                                     (memory_id, retired["row"]["id"]))
-                undo["stored"] = memory_id
+                memory_id = writer.new_id(con)
+            for mid in plan.retire:
+                undo.before.append(writer.retire(con, mid, plan.retire_status, now, successor_id=memory_id))
+                undo.expect(mid, plan.retire_status, memory_id)
+            if plan.store and memory_id:
+                importance, tags = p.importance, p.tags
+                if plan.decision == "merged" and undo.before:  # highest importance, union of tags
+                    old = undo.before[0].row
+                    importance = max(importance, old["importance"])
+                    tags = list(dict.fromkeys(writer.Memory.from_row(old).tags + tags))
+                writer.insert(con, memory_id=memory_id, domain=p.domain, namespace=p.namespace, content=plan.content,
+                              importance=importance, tags=tags, source=p.source, session_id=p.session_id,
+                              created_at=p.created_at or now, now=now, captured_at=inputs.now,
+                              vector=vector.tobytes() if vector is not None else None)
+                undo.stored = memory_id
+                undo.expect(memory_id, "active", None)
+                if plan.decision == "changed_fact" and plan.matched and not plan.retire:
+                    old = writer.get(con, plan.matched.memory_id)
+                    if old is not None and old.status == "active":  # kept, marked as outdated by its successor
+                        undo.before.append(writer.link_successor(con, old.id, memory_id, now))
+                        undo.expect(old.id, "active", memory_id)
+                        outdated.append(old.id)
             elif plan.decision == "hash_exact" and check.matched_memory_id:
-                self._touch_on_hash_hit(check.matched_memory_id, meta, now)
-            self.con.execute(q("insert_check"), check_row(check, now, inputs.content_hash[:16]))
-            decision_id = self._log_decision(inputs, plan, memory_id, undo, now)
-        result_urn = urn(inputs.domain, inputs.namespace, memory_id) if memory_id else check.matched_urn
+                writer.touch(con, check.matched_memory_id, p.tags, p.importance, now)
+            con.execute(q("insert_check"), check_row(check, now, inputs.content_hash[:16]))
+            decision_id = writer.log_decision(con, writer.Decision(
+                decided_at=now, domain=p.domain, namespace=p.namespace, policy=plan.policy, decision=plan.decision,
+                new_content=p.content, new_hash=p.content_hash,
+                matched_memory_id=plan.matched.memory_id if plan.matched else None,
+                matched_content=plan.matched.content if plan.matched else None, similarity=plan.similarity,
+                memory_id=memory_id, reasoning=plan.reasoning, confirmed=plan.decision in ("hash_exact", "stored"),
+                undo=undo, members=writer.members(outdated, "outdated")))
+        result_urn = urn(p.domain, p.namespace, memory_id) if memory_id else check.matched_urn
         return CaptureResult(plan.store, plan.decision, memory_id or check.matched_memory_id, result_urn, check,
-                             decision_id, list(plan.retire), plan.reasoning, plan.warnings)
+                             decision_id, list(plan.retire), plan.reasoning, plan.warnings, outdated)
 
     def _revalidate(self, inputs: CheckInputs, check: CheckResult, plan: "Plan") -> None:
         """Under the write lock: another process may have stored the same text, or retired our match."""
-        plan.retire = [mid for mid in plan.retire if self._status(mid) == "active"]
+        from subcog_store.text.normalize import content_hash
+
+        plan.retire = [mid for mid in plan.retire if (m := writer.get(self.con, mid)) and m.status == "active"]
         if not plan.retire and plan.decision in ("replaced", "merged"):
             plan.decision, plan.content = "stored", inputs.content
-        found = exact_tier(self.con, content_hash(plan.content), inputs.namespace, inputs.domain)
+        text_hash = inputs.content_hash if plan.content == inputs.content else content_hash(plan.content)
+        found = exact_tier(self.con, text_hash, inputs.namespace, inputs.domain)
         if found and found[0] not in plan.retire:
             plan.decision, plan.store, plan.retire = "hash_exact", False, []
             check.is_duplicate, check.reason, check.method = True, "exact_match", "hash"
             check.matched_memory_id, check.similarity_score = found[0], 1.0
             check.matched_urn = urn(inputs.domain, inputs.namespace, found[0])
 
-    def _status(self, memory_id: str) -> str | None:
-        row = self.con.execute("select status from memories where id = ?", (memory_id,)).fetchone()
-        return row[0] if row else None
+    def capture_many(self, requests: Sequence[CaptureRequest], *, deadline: float | None = None,
+                     dry_run: bool = False, dedupe_batch: bool = True) -> list["Outcome"]:
+        """Capture (or, dry run, check) many texts at once; see `dedup.in_batch.capture_many`."""
+        from subcog_store.dedup.in_batch import capture_many
 
-    def _insert_memory(self, inputs: CheckInputs, content: str, meta: dict, vector: "np.ndarray | None",
-                       now: str) -> str:
-        for _ in range(5):
-            memory_id = os.urandom(6).hex()
-            try:
-                seq, stored_hash = self.con.execute(q("insert_memory"), {
-                    "id": memory_id, "domain": inputs.domain, "namespace": inputs.namespace, "content": content,
-                    "importance": meta["importance"], "tags": json.dumps(meta["tags"]), "source": meta["source"],
-                    "session_id": meta["session_id"], "now": now}).fetchone()
-                break
-            except apsw.ConstraintError as e:
-                if "memories.id" not in str(e):
-                    raise
-        else:
-            raise DatabaseError("could not allocate a memory id")
-        if vector is not None:
-            self.con.execute(q("insert_vector"), {"seq": seq, "namespace": inputs.namespace,
-                                                  "domain": inputs.domain, "embedding": vector.tobytes()})
-        self.con.execute(q("insert_recent_capture"), {"content_hash": stored_hash, "memory_id": memory_id,
-                                                      "namespace": inputs.namespace, "domain": inputs.domain,
-                                                      "captured_at": inputs.now})
-        return memory_id
+        return capture_many(self, requests, deadline=deadline, dry_run=dry_run, dedupe_batch=dedupe_batch)
 
-    def _retire(self, memory_id: str, status: str, now: str) -> dict:
-        """Take a memory out of search (status + vector moved aside); returns its row for undo."""
-        row = dict(zip(MEMORY_COLUMNS, self.con.execute(q("get_memory"), {"id": memory_id}).fetchone()))
-        vector = self.con.execute(q("select_vector"), {"seq": row["seq"]}).fetchone()
-        if vector:
-            self.con.execute("insert or replace into retired_vectors (memory_seq, embedding) values (?, ?)",
-                             (row["seq"], vector[0]))
-            self.con.execute(q("delete_vector"), {"seq": row["seq"]})
-        self.con.execute("update memories set status = ?, updated_at = ? where id = ?", (status, now, memory_id))
-        return {"row": row}
-
-    def _touch_on_hash_hit(self, memory_id: str, meta: dict, now: str) -> None:
-        """A repeat may bring new tags or a higher importance: keep them on the existing memory."""
-        row = self.con.execute("select tags, importance from memories where id = ?", (memory_id,)).fetchone()
-        if not row:
-            return
-        tags = list(dict.fromkeys(json.loads(row[0]) + meta["tags"]))
-        importance = max(row[1], meta["importance"])
-        if tags != json.loads(row[0]) or importance != row[1]:
-            self.con.execute("update memories set tags = ?, importance = ?, updated_at = ? where id = ?",
-                             (json.dumps(tags), importance, now, memory_id))
-
-    def _log_decision(self, inputs: CheckInputs, plan: "Plan", memory_id: str | None, undo: dict,
-                      now: str) -> int:
-        confirmed = plan.decision in ("hash_exact", "stored")
-        return self.con.execute(q("log_decision"), {
-            "decided_at": now, "domain": inputs.domain, "namespace": inputs.namespace, "policy": plan.policy,
-            "decision": plan.decision, "new_content": inputs.content, "new_hash": inputs.content_hash,
-            "matched_memory_id": plan.matched.memory_id if plan.matched else None,
-            "matched_content": plan.matched.content if plan.matched else None, "similarity": plan.similarity,
-            "memory_id": memory_id, "reasoning": plan.reasoning,
-            "review_status": "confirmed" if confirmed else "unreviewed", "reviewed_at": now if confirmed else None,
-            "undo": json.dumps(undo)}).fetchone()[0]
-
-    @contextmanager
-    def _pruning_settings(self, now: str) -> Iterator[None]:
-        """Inside a write transaction: the pruning trigger reads the window and capacity from `settings`;
-        let it see the effective values (environment overrides) and put the stored ones back before the
-        commit, so a one-off override never persists and no other process ever sees it."""
-        restore = {}
-        for key in SYNCED_SETTINGS:
-            row = self.con.execute("select value from settings where key = ?", (key,)).fetchone()
-            effective = str(self.settings.values[key])
-            if row is None or row[0] != effective:
-                restore[key] = row[0] if row else None
-                self.con.execute(q("upsert_setting"), {"key": key, "value": effective, "now": now})
-        yield
-        for key, value in restore.items():
-            if value is None:
-                self.con.execute("delete from settings where key = ?", (key,))
-            else:
-                self.con.execute(q("upsert_setting"), {"key": key, "value": value, "now": now})
+    def log_repeat(self, p: Prepared, first: Prepared, matched_id: str | None, similarity: float | None) -> int:
+        """An in-batch repeat goes to the decision log like every other decision (reversible: stores the text)."""
+        now = iso(self.clock())
+        reasoning = ("the same text earlier in this batch" if similarity is None else
+                     f"the same meaning earlier in this batch (similarity {similarity:.3f})")
+        try:
+            with immediate(self.con):
+                return writer.log_decision(self.con, writer.Decision(
+                    decided_at=now, domain=p.domain, namespace=p.namespace, policy="in_batch", decision="in_batch",
+                    new_content=p.content, new_hash=p.content_hash, matched_memory_id=matched_id,
+                    matched_content=first.content, similarity=similarity, reasoning=reasoning,
+                    confirmed=similarity is None, undo=writer.Undo(candidate=p.candidate())))
+        except apsw.BusyError:
+            raise DatabaseError(f"{self.path}: the database is locked by another process") from None
 
     def record_capture(self, content: str, namespace: str, domain: str | None = None,
                        memory_id: str | None = None) -> None:
@@ -417,40 +326,30 @@ class Store:
         inputs = self._inputs(content, namespace, domain)
         if self.readonly:
             raise DatabaseError(f"{self.path}: opened read-only")
-        with immediate(self.con), self._pruning_settings(iso(inputs.now)):
+        with immediate(self.con):
             self.con.execute(q("insert_recent_capture"), {
                 "content_hash": inputs.content_hash, "memory_id": memory_id, "namespace": inputs.namespace,
                 "domain": inputs.domain, "captured_at": inputs.now})
 
     # -- reading --------------------------------------------------------------------------------------------
     def get(self, memory_id: str) -> Memory:
-        row = self.con.execute(q("get_memory"), {"id": memory_id}).fetchone()
-        if row is None:
+        if not isinstance(memory_id, str) or len(memory_id) > 100:
+            raise NotFound(f"no memory with id {str(memory_id)[:100]!r}")
+        memory = writer.get(self.con, memory_id)
+        if memory is None:
             raise NotFound(f"no memory with id {memory_id!r}")
-        return Memory.from_row(row)
+        return memory
 
     def memories(self, namespace: str | None = None, domain: str | None = None, status: str | None = "active",
                  limit: int = 100) -> list[Memory]:
         params = {"namespace": canonical_namespace(namespace) if namespace else None, "domain": domain,
                   "status": status, "limit": limit}
-        return [Memory.from_row(r) for r in self.con.execute(q("list_memories"), params)]
+        return [Memory.from_row(r) for r in dict_rows(self.con.execute(q("list_memories"), params))]
 
     def stats(self) -> dict:
         """Counts by namespace and status, check counters, skip counters, durations, recent window."""
-        def rows(sql: str) -> list[dict]:
-            cursor = self.con.execute(sql)
-            names = None
-            out = []
-            for row in cursor:
-                names = names or [d[0] for d in cursor.getdescription()]
-                out.append(dict(zip(names, row)))
-            return out
-        return {
-            "memories": rows("select * from v_namespace_counts order by domain, namespace, status"),
-            "checks": rows("select * from v_check_counts order by namespace, result"),
-            "skips": rows("select * from v_skip_counts order by namespace, reason"),
-            "durations": rows("select * from v_check_durations order by tier"),
-            "recent_window": rows("select * from v_recent_window")[0],
-            "decisions": rows("select decision, review_status, count(*) as n from dedup_log "
-                              "group by decision, review_status order by decision"),
-        }
+        def rows(name: str) -> list[dict]:
+            return dict_rows(self.con.execute(q(name)))
+        return {"memories": rows("stats_memories"), "checks": rows("stats_checks"), "skips": rows("stats_skips"),
+                "durations": rows("stats_durations"), "recent_window": rows("stats_recent_window")[0],
+                "decisions": rows("stats_decisions")}

@@ -79,8 +79,8 @@ def hook_output_problems(event: str, text: str) -> list[str]:
 
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
-    """The shared reference directory (/work/shared or $SUBCOG_SHARED_DIR); tests using it skip when absent."""
-    path = Path(os.environ.get("SUBCOG_SHARED_DIR") or Path(__file__).resolve().parents[2] / "shared")
+    """The shared reference directory (../shared or $SUBCOG_SHARED_DIR); tests using it skip when absent."""
+    path = shared_path()
     if not path.is_dir():
         pytest.skip(f"shared directory {path} not present")
     return path

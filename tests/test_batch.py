@@ -14,8 +14,9 @@ from pathlib import Path
 import apsw
 import pytest
 
-from subcog_store.batch import run as batch
 from subcog_store.batch.run import dedup, unmerge
+from subcog_store.batch.clusters import clusters
+from subcog_store.cli import batch_cmds
 from subcog_store.doctor import diagnose
 from subcog_store.model.embedder import Embedder
 from subcog_store.errors import InvalidInput, NotFound
@@ -140,12 +141,11 @@ def test_chain_does_not_join_memories_the_guard_keeps_apart(model):
                "The upload worker pool uses several threads in production.",
                "The upload worker pool uses 16 threads in production.")
     assert changed_fact(a, c).changed
-    mems = [batch._Mem({"id": f"{i:012x}", "seq": i, "content": t}) for i, t in enumerate((a, b, c))]
-    report = batch.RunReport(None, True, False)
-    clusters = batch._clusters(mems, [(0, 1, 0.97), (1, 2, 0.96)], report)
-    joined = [set(g) for g, _ in clusters]
+    guarded: list[dict] = []
+    found = clusters([f"{i:012x}" for i in range(3)], [a, b, c], [(0, 1, 0.97), (1, 2, 0.96)], guarded)
+    joined = [set(g) for g, _ in found]
     assert {0, 2} not in [j & {0, 2} for j in joined]  # 8 threads and 16 threads never in one cluster
-    assert report.guarded
+    assert guarded
 
 
 def test_namespaces_and_domains_are_never_mixed(tmp_path, model):
@@ -225,9 +225,10 @@ def test_no_cascading_merges_each_memory_in_at_most_one_merge(tmp_path, model):
     for cluster in report.clusters:
         seen += cluster.members
     assert len(seen) == len(set(seen))
-    rows = store.con.execute("select memory_id, matched_memory_id from dedup_log where policy = 'batch'").fetchall()
+    rows = store.con.execute("select id, memory_id from dedup_log where policy = 'batch'").fetchall()
     assert len(rows) == len(report.clusters)
-    touched = [m for survivor, merged in rows for m in [survivor] + merged.split(",")]
+    members = store.con.execute("select decision_id, memory_id from v_decision_members").fetchall()
+    touched = [survivor for _, survivor in rows] + [m for _, m in members]
     assert len(touched) == len(set(touched))
     assert any(extra in c.members and len(c.members) == 3 for c in report.clusters)
 
@@ -245,7 +246,7 @@ def test_dry_run_changes_nothing(tmp_path, model):
     before = file_digest(path)
     store = open_store(path, model)
     report = dedup(store, dry_run=True, hard_delete=True)
-    text = report.text()
+    text = batch_cmds.report_text(report)
     store.close()
     assert file_digest(path) == before
     assert len(report.clusters) == 3 and report.run_id is None
@@ -425,7 +426,7 @@ def test_vec0_knn_finds_the_same_clusters(tmp_path, model):
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    code = "import sys; import subcog_store.cli.batch_cmds; from subcog_store.cli.app import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from subcog_store.cli.main import main; sys.exit(main(sys.argv[1:]))"
     env = {k: v for k, v in os.environ.items() if not k.startswith("SUBCOG_")}
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env,
                           cwd=REPO, timeout=120)

@@ -14,7 +14,8 @@ import apsw
 import pytest
 
 from conftest import clean_environ, cli_command
-from subcog_store.cli import app as cli
+from subcog_store.cli import main as cli
+from subcog_store.db.connection import latest_version
 from subcog_store.text.normalize import content_hash
 
 LONG = "We decided to use PostgreSQL as the primary database for the billing service."
@@ -48,8 +49,6 @@ def db(tmp_path: Path) -> Path:
 # ---------------------------------------------------------------------------------------------- help
 
 def subcommands() -> dict[str, argparse.ArgumentParser]:
-    from subcog_store.cli import more_cmds as cli_more  # noqa: F401  (registers extension commands)
-
     parser = cli.build_parser()
     action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     return dict(action.choices)
@@ -71,11 +70,8 @@ CORE = {"init", "capture", "check", "list", "show", "stats", "doctor", "reembed"
 def test_every_command_has_help_text(capsys) -> None:
     commands = subcommands()
     assert CORE <= set(commands)
-    for name in commands:
-        assert name in cli.COMMANDS, f"{name} has a parser but no implementation"
-    for name in cli.COMMANDS:
-        assert name in commands, f"{name} is implemented but has no parser"
-    from subcog_store.cli import more_cmds as cli_more  # noqa: F401
+    for name, sub in commands.items():
+        assert callable(sub.get_default("handler")), f"{name} has a parser but no implementation"
 
     for path, sub, help_line in nested(cli.build_parser(), []):
         assert help_line and len(help_line) > 10, f"{' '.join(path)} has no help line in its parent's list"
@@ -149,7 +145,7 @@ def test_json_output_parses(db: Path) -> None:
     assert {(r["namespace"], r["result"]) for r in stats["checks"]} == {("tech-debt", "unique"),
                                                                           ("tech-debt", "duplicate")}
     init = json.loads(run(db, "init", "--json").stdout_text)
-    assert init["schema_version"] == 4
+    assert init["schema_version"] == latest_version()
 
 
 def test_text_from_stdin(db: Path) -> None:

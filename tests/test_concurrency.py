@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from conftest import clean_environ
+from subcog_store.db.connection import latest_version
 from subcog_store.doctor import diagnose
 from subcog_store.text.normalize import content_hash
 from subcog_store.store import Store
@@ -141,6 +142,6 @@ def test_four_processes_capture_the_same_texts(tmp_path: Path, embedder) -> None
         assert store.con.execute("select count(*) from memory_vectors").fetchone()[0] == len(TEXTS)
         assert store.con.execute("select count(*) from dedup_log").fetchone()[0] == WORKERS * len(TEXTS)
         assert store.con.execute("select count(*) from dedup_checks").fetchone()[0] == 2 * WORKERS * len(TEXTS)
-        assert store.con.execute("select count(*) from schema_migrations").fetchone()[0] == 4
+        assert store.con.execute("select count(*) from schema_migrations").fetchone()[0] == latest_version()
         findings = diagnose(store.con)
         assert all(f.ok for f in findings), [f for f in findings if not f.ok]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import all_counts, clean_environ, cli_command
-from subcog_store.cli import app as cli
+from subcog_store.cli import main as cli
 from subcog_store import review
 from subcog_store.clock import iso
 from subcog_store.doctor import diagnose
@@ -251,8 +251,12 @@ def test_reverse_a_kept_memory_retires_it(stores, kind) -> None:
     assert_doctor(store)
     report = review.reverse(store, kept.decision_id)
     assert_doctor(store)
+    # a changed fact also marked the older memory as outdated by the new one: the reverse clears that link
+    reverted = [first.memory_id] if kind == "changed_fact" else []
     assert report.changed and report.retired == [kept.memory_id] and report.restored == []
+    assert report.reverted == reverted
     assert active(store) == {first.memory_id: pair[0]}
+    assert store.get(first.memory_id).successor_id is None
     assert not in_search(store, kept.memory_id)
 
 

@@ -19,7 +19,7 @@ from subcog_store.config import MAX_CONTENT_BYTES
 from subcog_store.doctor import diagnose
 from subcog_store.model.embedder import Embedder
 from subcog_store.errors import ConfigError, DatabaseError, InvalidInput, NotASubcogDatabase
-from subcog_store.model.files import PACKAGE_ROOT
+from subcog_store.config import model_dir
 from subcog_store.text.normalize import content_hash
 from subcog_store.store import Store
 
@@ -308,8 +308,8 @@ def test_fail_open_model_missing_embedder_directory(make_store, tmp_path: Path, 
 def corrupt_model_dir(tmp_path: Path, same_size: bool) -> Path:
     path = tmp_path / "corrupt-model"
     path.mkdir()
-    shutil.copy(PACKAGE_ROOT / "models" / "tokenizer.json", path / "tokenizer.json")
-    size = (PACKAGE_ROOT / "models" / "model.onnx").stat().st_size
+    shutil.copy(model_dir() / "tokenizer.json", path / "tokenizer.json")
+    size = (model_dir() / "model.onnx").stat().st_size
     (path / "model.onnx").write_bytes(os.urandom(size if same_size else 4096))
     return path
 

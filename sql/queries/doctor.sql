@@ -37,3 +37,7 @@ from memories
 where status = 'active'
 group by domain, namespace, content_hash
 having n > 1;
+
+-- name: quick_check
+-- SQLite's own consistency check.
+pragma quick_check;

@@ -1,17 +1,16 @@
-"""CLI wiring of the batch commands: `subcog-store dedup` and `subcog-store unmerge ID`.
-
-Importing this module registers both commands (cli.EXTENSIONS / cli.command). Exit codes: 0 ok, 2 invalid input
-(a bad threshold, a decision that is not a batch merge or was already reversed), 7 unknown decision id.
-"""
+"""Batch commands: `dedup` (merge duplicate stored memories) and `unmerge ID` (undo one merge); the report's
+text and the progress bar are made here."""
 from __future__ import annotations
 
 import argparse
+import sys
+import time
 
-from subcog_store.cli.app import EXTENSIONS, command, emit, open_store
+from subcog_store.cli.app import emit, open_store
 
 
 def register(sub, add) -> None:
-    p = add("dedup", "merge duplicate active memories, per namespace and domain (batch)")
+    p = add("dedup", "merge duplicate active memories, per namespace and domain (batch)", cmd_dedup)
     p.add_argument("--namespace", "-n", help="only this namespace (default: all)")
     p.add_argument("--domain", "-d", help="only this domain (default: all)")
     p.add_argument("--threshold", type=str, default=None,
@@ -26,30 +25,94 @@ def register(sub, add) -> None:
                    help="run only when the store holds more than 10 memories and the last run is over 24 h old")
     p.add_argument("--progress", action="store_true", default=None,
                    help="show the progress bar on stderr even when it is not a terminal")
-    p = add("unmerge", "undo one batch merge: restore its memories exactly as they were")
+    p = add("unmerge", "undo one batch merge: restore its memories exactly as they were", cmd_unmerge)
     p.add_argument("id", help="the decision id of the merge (from `dedup` or the decision log)")
 
 
-@command("dedup")
+class ProgressBar:
+    """`\\r[#####.....] 1234/10000 clusters` on stderr, at most ten times a second."""
+
+    def __init__(self, enabled: bool, stream=None):
+        self.enabled, self.stream = enabled, stream or sys.stderr
+        self._last, self._label, self._shown = 0.0, "", False
+
+    def __call__(self, done: int, total: int, label: str) -> None:
+        if not self.enabled or total <= 0:
+            return
+        if label != self._label:
+            self.close()
+            self._label = label
+        now = time.monotonic()
+        if done < total and now - self._last < 0.1:
+            return
+        self._last = now
+        filled = int(30 * done / total)
+        self.stream.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {done}/{total} {label}   ")
+        self.stream.flush()
+        self._shown = True
+
+    def close(self) -> None:
+        if self._shown:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._shown = False
+
+
+def _short(text: str, limit: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def report_text(report) -> str:
+    """The run in words: each cluster with its members, edges and result, the guarded pairs, the figures."""
+    if report.skipped:
+        return f"dedup skipped: {report.skipped}"
+    lines = []
+    verb = "would merge" if report.dry_run else "merged"
+    for c in report.clusters:
+        if c.skipped:
+            lines.append(f"cluster in {c.namespace}/{c.domain}: skipped ({c.skipped})")
+            continue
+        lines.append(f"cluster in {c.namespace}/{c.domain} ({c.method}, similarity "
+                     f"{c.similarity:.3f}..{c.max_similarity:.3f}): {verb} {len(c.members)} memories"
+                     + (f" (decision {c.decision_id})" if c.decision_id else ""))
+        for mid in c.members:
+            mark = "survivor" if mid == c.survivor else "merged  "
+            lines.append(f"  {mark} {mid}: {_short(c.contents.get(mid, ''))}")
+        for a, b, s in c.edges:
+            lines.append(f"  edge {a} ~ {b}: {s:.3f}")
+        lines.append(f"  result ({c.content_source}; importance {c.importance:g}; tags {c.tags}): "
+                     f"{_short(c.merged_content, 300)}")
+    for g in report.guarded:
+        lines.append(f"kept apart by the guard: {g['a']} / {g['b']} ({g['similarity']:.3f}): {g['reason']}")
+    mode = "dry run, nothing changed: " if report.dry_run else ""
+    lines.append(f"{mode}{len(report.clusters)} clusters; memories {report.memories_before} -> "
+                 f"{report.memories_after} ({report.removed} removed, {report.removal_rate:.1%}) in "
+                 f"{report.duration_s:.2f} s [{report.method}, k={report.k}, thresholds "
+                 f"{', '.join(f'{s} {t:g}' for s, t in report.thresholds.items()) or '-'}]")
+    lines += [f"warning: {w}" for w in report.warnings]
+    return "\n".join(lines)
+
+
 def cmd_dedup(args: argparse.Namespace) -> int:
     from subcog_store.batch.run import dedup
 
+    enabled = args.progress if args.progress is not None else sys.stderr.isatty()
+    bar = ProgressBar(bool(enabled))
     with open_store(args) as store:
-        report = dedup(store, namespace=args.namespace, domain=args.domain, threshold=args.threshold, k=args.k,
-                       dry_run=args.dry_run, hard_delete=args.hard_delete, auto=args.auto,
-                       progress=args.progress)
-        emit(args, report.to_dict(), report.text())
+        try:
+            report = dedup(store, namespace=args.namespace, domain=args.domain, threshold=args.threshold, k=args.k,
+                           dry_run=args.dry_run, hard_delete=args.hard_delete, auto=args.auto, progress=bar)
+        finally:
+            bar.close()
+        emit(args, report.to_dict(), report_text(report))
     return 0
 
 
-@command("unmerge")
 def cmd_unmerge(args: argparse.Namespace) -> int:
     from subcog_store.batch.run import unmerge
 
     with open_store(args) as store:
         report = unmerge(store, args.id)
-        emit(args, report.to_dict(), report.text())
+        emit(args, report.to_dict(), f"unmerged decision {report.decision_id}: {report.message}")
     return 0
-
-
-EXTENSIONS.append(register)

@@ -10,7 +10,7 @@ import apsw
 
 from subcog_store.errors import DatabaseError, NotASubcogDatabase
 from subcog_store.text.normalize import content_hash
-from subcog_store.db.sqlfiles import migrations
+from subcog_store.db.sqlfiles import migrations, q
 
 APPLICATION_ID = 0x53554243  # "SUBC"
 BUSY_TIMEOUT_MS = 10_000
@@ -33,9 +33,20 @@ def vec0_path() -> str:
 def _register(con: apsw.Connection) -> None:
     flags = getattr(apsw, "SQLITE_INNOCUOUS", 0)
     con.create_scalar_function("subcog_content_hash", content_hash, 1, deterministic=True, flags=flags)
+    set_overrides(con, {})
     con.enable_load_extension(True)
     con.load_extension(vec0_path())
     con.enable_load_extension(False)
+
+
+def set_overrides(con: apsw.Connection, overrides: dict[str, float]) -> None:
+    """`subcog_setting(key)` in SQL: this process's override of a stored setting (the environment), else NULL.
+
+    The pruning trigger of `recent_captures` reads it, so an override applies inside this process only and is
+    never written to the shared `settings` table."""
+    flags = getattr(apsw, "SQLITE_INNOCUOUS", 0)
+    values = dict(overrides)
+    con.create_scalar_function("subcog_setting", lambda key: values.get(key), 1, flags=flags)
 
 
 def _describe(path: str, error: Exception) -> str:
@@ -65,7 +76,7 @@ def connect(path: str | os.PathLike, *, readonly: bool = False, migrate: bool = 
         con.setbusytimeout(BUSY_TIMEOUT_MS)
         _register(con)
         app_id = con.execute("pragma application_id").fetchone()[0]
-        tables = con.execute("select count(*) from sqlite_master").fetchone()[0]
+        tables = con.execute(q("count_schema_objects")).fetchone()[0]
     except (apsw.NotADBError, apsw.CorruptError):
         raise NotASubcogDatabase(f"{path} is not a SQLite database, or is corrupt (left untouched)") from None
     except apsw.Error as e:
@@ -111,12 +122,11 @@ def migrate_to_latest(con: apsw.Connection, target: int | None = None) -> list[s
         current = schema_version(con)  # re-read under the write lock: another process may have migrated
         if current == 0:
             con.execute(f"pragma application_id = {APPLICATION_ID}")
-            con.execute("create table schema_migrations (version integer primary key, name text not null, "
-                        "applied_at text not null default (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))")
+            con.execute(q("create_migrations_table"))
         for step in migrations():
             if current < step.version <= target:
                 con.execute(step.sql)
-                con.execute("insert into schema_migrations (version, name) values (?, ?)", (step.version, step.name))
+                con.execute(q("record_migration"), {"version": step.version, "name": step.name})
                 con.execute(f"pragma user_version = {step.version}")
                 applied.append(step.name)
     return applied
@@ -127,6 +137,8 @@ def immediate(con: apsw.Connection) -> Iterator[apsw.Connection]:
     """A write transaction that takes the write lock up front (BEGIN IMMEDIATE), so check-then-write is safe
     across processes; commits on success, rolls back on any exception."""
     con.execute("begin immediate")
+    # Foreign keys checked at commit: a retired memory may name its successor before that row is inserted.
+    con.execute("pragma defer_foreign_keys = on")
     try:
         yield con
     except BaseException:
@@ -135,3 +147,32 @@ def immediate(con: apsw.Connection) -> Iterator[apsw.Connection]:
         raise
     else:
         con.execute("commit")
+
+
+@contextmanager
+def read_snapshot(con: apsw.Connection) -> Iterator[None]:
+    """A read transaction (WAL: one snapshot, no lock on writers), unless one is already open."""
+    if not con.getautocommit():
+        yield
+        return
+    con.execute("begin")
+    try:
+        yield
+    finally:
+        if not con.getautocommit():
+            con.execute("commit")
+
+
+def dict_rows(cursor: apsw.Cursor) -> list[dict]:
+    """The rows of a cursor as dicts keyed by column name."""
+    out, names = [], None
+    for row in cursor:
+        names = names or [d[0] for d in cursor.getdescription()]
+        out.append(dict(zip(names, row)))
+    return out
+
+
+def dict_row(cursor: apsw.Cursor) -> dict | None:
+    """The first row of a cursor as a dict, or None."""
+    rows = dict_rows(cursor)
+    return rows[0] if rows else None

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
 _NAME = re.compile(r"^--\s*name:\s*([A-Za-z_][A-Za-z0-9_]*)\s*$")
 
 
@@ -29,7 +28,7 @@ class Migration:
 def queries() -> dict[str, str]:
     """All named queries of `sql/queries/`, by name."""
     found: dict[str, str] = {}
-    for path in sorted((SQL_DIR / "queries").glob("*.sql")):
+    for path in sorted((sql_dir() / "queries").glob("*.sql")):
         name, body, start = None, [], 0
         lines = path.read_text(encoding="utf-8").splitlines()
         for number, line in enumerate(lines + ["-- name: _end_"], start=1):
@@ -51,19 +50,29 @@ def queries() -> dict[str, str]:
     return found
 
 
+def sql_dir() -> Path:
+    """The `sql/` directory (raises ConfigError naming where it looked when it is missing)."""
+    from subcog_store.config import resource_dir
+
+    return resource_dir("sql")
+
+
 def q(name: str) -> str:
-    """The SQL text of one named query."""
-    return queries()[name]
+    """The SQL text of one named query (a missing name is a bug: SqlFileError names it)."""
+    try:
+        return queries()[name]
+    except KeyError:
+        raise SqlFileError(f"no query named {name!r} in {sql_dir() / 'queries'}") from None
 
 
 @lru_cache(maxsize=1)
 def migrations() -> tuple[Migration, ...]:
     """The schema migrations, in version order."""
     steps = []
-    for path in sorted((SQL_DIR / "schema").glob("*.sql")):
+    for path in sorted((sql_dir() / "schema").glob("*.sql")):
         version, _, name = path.stem.partition("_")
         steps.append(Migration(int(version), name, path.read_text(encoding="utf-8")))
     versions = [m.version for m in steps]
     if versions != list(range(1, len(steps) + 1)):
-        raise SqlFileError(f"migrations in {SQL_DIR / 'schema'} must be numbered 1..n, found {versions}")
+        raise SqlFileError(f"migrations in {sql_dir() / 'schema'} must be numbered 1..n, found {versions}")
     return tuple(steps)

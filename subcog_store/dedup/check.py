@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import time
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Callable
 
-from subcog_store.text.normalize import content_hash
+from subcog_store.db.connection import dict_row, read_snapshot
+from subcog_store.db.memories import urn
 from subcog_store.db.sqlfiles import q
+from subcog_store.dedup.rule import PairVerdict, PhraseSimilarity, judge
+from subcog_store.text.normalize import content_hash
 from subcog_store.text.textsim import fts_query, word_overlap
 
 if TYPE_CHECKING:
@@ -25,26 +27,27 @@ NEIGHBOURS = 5
 GUARDED_ZONES = ("verify_gray_threshold", "replace_merge_threshold", "merge_threshold")
 
 
-def urn(domain: str, namespace: str, memory_id: str) -> str:
-    return f"subcog://{domain}/{namespace}/{memory_id}"
-
-
 @dataclass
 class Neighbour:
-    """A nearby active memory, with the guard's verdict on it."""
+    """A nearby active memory, with the duplicate rule's verdict on it once judged."""
 
     memory_id: str
     content: str
     similarity: float
-    changed_fact: str | None = None   # the guard's reason when the two state different facts
-    support: float | None = None      # shared content words (guard.lexical_support), when checked
+    verdict: PairVerdict | None = None
+
+    @property
+    def changed_fact(self) -> str | None:
+        return self.verdict.changed_fact if self.verdict else None
+
+    @property
+    def support(self) -> float | None:
+        return self.verdict.support if self.verdict else None
 
     @property
     def agrees(self) -> bool:
-        """Guard passed: no changed fact, and enough shared content that neither text adds a fact."""
-        from subcog_store.text.guard import SUPPORT_MIN
-
-        return not self.changed_fact and (self.support is None or self.support >= SUPPORT_MIN)
+        """Not judged yet, or the guard passed (no changed fact, enough shared content)."""
+        return self.verdict is None or self.verdict.agrees
 
 
 @dataclass
@@ -121,32 +124,12 @@ def guard_floor(result: "CheckResult", settings: "Settings") -> float:
     return min(result.threshold, *(float(settings.values[k]) for k in GUARDED_ZONES))
 
 
-def apply_guard(content: str, neighbours: list[Neighbour]) -> None:
-    """Mark each neighbour whose text states a different fact (numbers, negation, order, ...), and measure
-    how much content the two share (a clause one of them adds is a fact the other lacks)."""
-    from subcog_store.text.guard import changed_fact, lexical_support
-
+def apply_guard(content: str, neighbours: list[Neighbour], phrase_similarity: PhraseSimilarity | None = None
+                ) -> None:
+    """Judge each neighbour not yet judged with the duplicate rule (changed fact, shared content)."""
     for n in neighbours:
-        if n.support is not None:  # already judged
-            continue
-        verdict = changed_fact(n.content, content)
-        if verdict.changed:
-            n.changed_fact = f"{verdict.reason}: {verdict.detail}" if verdict.detail else str(verdict.reason)
-        n.support = lexical_support(n.content, content)
-
-
-@contextmanager
-def read_snapshot(con: "apsw.Connection") -> Iterator[None]:
-    """A read transaction (WAL: one snapshot, no lock on writers), unless one is already open."""
-    if not con.getautocommit():
-        yield
-        return
-    con.execute("begin")
-    try:
-        yield
-    finally:
-        if not con.getautocommit():
-            con.execute("commit")
+        if n.verdict is None:
+            n.verdict = judge(n.content, content, n.similarity, phrase_similarity)
 
 
 @dataclass
@@ -159,7 +142,8 @@ class CheckInputs:
 
 
 def run_check(con: "apsw.Connection", inputs: CheckInputs, settings: "Settings",
-              embed: Callable[[str, str], "np.ndarray | None"]) -> CheckResult:
+              embed: Callable[[str, str], "np.ndarray | None"],
+              phrase_similarity: PhraseSimilarity | None = None) -> CheckResult:
     """Run exact, then semantic, then recent; stop at the first hit.
 
     `embed(content, content_hash)` returns a unit vector, or None when there is no model (the text tier
@@ -208,7 +192,7 @@ def run_check(con: "apsw.Connection", inputs: CheckInputs, settings: "Settings",
                 hit("exact_match", "hash", n.memory_id, 1.0, n.content)
                 return
             if n.similarity >= threshold:
-                apply_guard(inputs.content, [n])
+                apply_guard(inputs.content, [n], phrase_similarity)
                 if n.agrees:
                     hit("semantic_similar", method, n.memory_id, n.similarity, n.content)
                     return
@@ -219,8 +203,8 @@ def run_check(con: "apsw.Connection", inputs: CheckInputs, settings: "Settings",
             memory_id, captured_at = found
             content = None
             if memory_id:
-                row = con.execute(q("get_memory"), {"id": memory_id}).fetchone()
-                content = row[3] if row else None
+                row = dict_row(con.execute(q("get_memory"), {"id": memory_id}))
+                content = row["content"] if row else None
             hit("recent_capture", "recent", memory_id, 1.0, content)
             result.captured_seconds_ago = max(0.0, inputs.now - captured_at)
 

@@ -52,7 +52,7 @@ class EvalReport:
 
 def evaluate(pairs: Iterable[LabeledPair], namespace: str = "context", embedder: "Embedder | None" = None,
              environ: dict[str, str] | None = None) -> EvalReport:
-    from subcog_store.text.guard import SUPPORT_MIN, changed_fact, lexical_support
+    from subcog_store.dedup.rule import judge
     from subcog_store.text.namespaces import canonical_namespace
     from subcog_store.store import Store
 
@@ -61,7 +61,7 @@ def evaluate(pairs: Iterable[LabeledPair], namespace: str = "context", embedder:
     default_ns = canonical_namespace(namespace)
     store.embed_many([t for p in pairs for t in (p.a, p.b)]) if store.settings.dedup_semantic_enabled else None
     current = Counts()
-    rows: list[tuple[float, bool, bool, bool]] = []  # similarity, changed fact, enough support, label
+    rows: list[tuple[float, bool, bool, bool]] = []  # similarity, changed fact, the whole rule agrees, label
     method = "embedding" if store.embedder is not None else "text"
     for i, pair in enumerate(pairs):
         ns = canonical_namespace(pair.namespace) if pair.namespace else default_ns
@@ -71,15 +71,15 @@ def evaluate(pairs: Iterable[LabeledPair], namespace: str = "context", embedder:
         current.add(result.is_duplicate, pair.label)
         similarity = result.similarity_score if result.is_duplicate else \
             max((n.similarity for n in result.neighbours), default=0.0)
-        rows.append((similarity, changed_fact(pair.a, pair.b).changed,
-                     lexical_support(pair.a, pair.b) >= SUPPORT_MIN, pair.label))
+        verdict = judge(pair.a, pair.b, similarity, store.phrase_similarity())
+        rows.append((similarity, verdict.changed_fact is not None, verdict.agrees, pair.label))
     table = []
     for threshold in THRESHOLDS:
         plain, guard, full = Counts(), Counts(), Counts()
-        for similarity, changed, supported, label in rows:
+        for similarity, changed, agrees, label in rows:
             plain.add(similarity >= threshold, label)
             guard.add(similarity >= threshold and not changed, label)
-            full.add(similarity >= threshold and not changed and supported, label)
+            full.add(similarity >= threshold and agrees, label)
         table.append({"threshold": threshold, "plain": plain.to_dict(), "guard": guard.to_dict(),
                       "guard_support": full.to_dict()})
     threshold = store.settings.threshold(default_ns) if method == "embedding" else \

@@ -24,26 +24,46 @@ class LabeledPair:
     namespace: str | None = None
 
 
-def read_pairs(path: str | Path, fmt: Format) -> list[LabeledPair]:
-    """Read labeled pairs from `path` in format "mrpc", "sts" or "jsonl"."""
+MAX_LINE_BYTES = 1 << 20   # a longer line is an error (no file is read whole into memory)
+
+
+def _lines(path: Path):
+    """Lines split on \n only (str.splitlines() would also split on \x0b, \x1c, U+2028 ... inside sentences),
+    read in bounded pieces: a file without newlines (/dev/zero) fails at the first over-long line."""
+    with path.open("rb") as f:
+        number = 0
+        while True:
+            raw = f.readline(MAX_LINE_BYTES + 1)
+            if not raw:
+                return
+            number += 1
+            if len(raw) > MAX_LINE_BYTES:
+                raise ValueError(f"{path}:{number}: line longer than {MAX_LINE_BYTES} bytes")
+            text = raw.decode("utf-8")
+            if number == 1:
+                text = text.removeprefix("\ufeff")  # the BOM the MRPC files start with
+            yield number, text.removesuffix("\n").removesuffix("\r")
+
+
+def read_pairs(path: str | Path, fmt: Format, limit: int | None = None) -> list[LabeledPair]:
+    """Read labeled pairs from `path` in format "mrpc", "sts" or "jsonl" (the first `limit` pairs only)."""
     readers = {"mrpc": _mrpc, "sts": _sts, "jsonl": _jsonl}
     if fmt not in readers:
         raise ValueError(f"unknown pairs format {fmt!r}; expected one of {', '.join(readers)}")
     path = Path(path)
-    # utf-8-sig drops the BOM the MRPC files start with.
-    with path.open(encoding="utf-8-sig", newline="") as f:
-        text = f.read()
+    if path.is_dir():
+        raise ValueError(f"{path} is a directory")
     pairs: list[LabeledPair] = []
-    # Split on newlines only: str.splitlines() would also split on \x0b, \x1c, U+2028 ... inside sentences.
-    for number, line in enumerate(text.split("\n"), start=1):
-        line = line.removesuffix("\r")
+    for number, line in _lines(path):
+        if limit is not None and len(pairs) >= limit:
+            break
         if not line.strip():
             continue
         try:
             pairs.extend(readers[fmt](line, number))
         except ValueError as e:
             raise ValueError(f"{path}:{number}: {e}") from None
-    return pairs
+    return pairs[:limit] if limit is not None else pairs
 
 
 _GLUED = re.compile(r"^(.*\S)([01])$", re.S)

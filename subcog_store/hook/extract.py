@@ -20,6 +20,8 @@ class Candidate:
     namespace: str
     confidence: float  # 0..1
     source_uuid: str | None
+    offset: int = 0      # where the transcript record it comes from starts
+    redacted: int = 0    # secrets replaced by [REDACTED] in `text`
 
 
 _FENCE = re.compile(r"^(`{3,}|~{3,})")
@@ -116,14 +118,14 @@ def extract_candidates(
     """
     out: list[Candidate] = []
     for t in texts:
-        text, uuid = (t, None) if isinstance(t, str) else (t.text, t.uuid)
+        text, uuid, offset = (t, None, 0) if isinstance(t, str) else (t.text, t.uuid, t.offset)
         for para in split_paragraphs(text):
             if not min_chars <= len(para) <= max_chars:
                 continue
             verdict = classify(para)
             if verdict is None or verdict[1] < min_confidence:
                 continue
-            body, _ = redact(strip_narration(para))
+            body, redacted = redact(strip_narration(para))
             if len(body) >= min_chars:
-                out.append(Candidate(body, verdict[0], verdict[1], uuid))
+                out.append(Candidate(body, verdict[0], verdict[1], uuid, offset, redacted))
     return out

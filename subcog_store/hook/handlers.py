@@ -23,35 +23,33 @@ SAVE_GRACE_SECS = 0.5
 SOURCE = "pre-compact-hook"
 
 
-def env_float(name: str, default: float) -> float:
-    try:
-        return float(os.environ.get(name, default))
-    except ValueError:
-        log.warning("%s is not a number; using %s", name, default)
-        return default
-
-
 def log_path() -> Path:
     """`SUBCOG_HOOK_LOG`, else `$XDG_STATE_HOME/subcog-store/hook.log` (default ~/.local/state)."""
-    if os.environ.get("SUBCOG_HOOK_LOG"):
-        return Path(os.environ["SUBCOG_HOOK_LOG"])
-    base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
-    return base / "subcog-store" / "hook.log"
+    from subcog_store.config import hook_log_path
+
+    try:
+        return hook_log_path()
+    except Exception:  # noqa: BLE001 - a bad value is reported by the setting's own check
+        return Path(os.devnull)
 
 
 def setup_log() -> str:
-    """Send this package's log records to the hook log file; returns its path (or '' when not writable)."""
+    """Send this package's log records to the hook log file; returns its path (or '' when not writable).
+
+    Nothing ever reaches stderr: a log that cannot be written is dropped silently."""
+    root = logging.getLogger("subcog_store")
+    root.propagate = False  # the log file only: stderr stays quiet during the user's session
+    root.setLevel(logging.INFO)
+    logging.raiseExceptions = False  # a failing log write (full disk, /dev/full) must not print a traceback
     path = log_path()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        handler = logging.FileHandler(path, encoding="utf-8")
-    except OSError:
+        handler: logging.Handler = logging.FileHandler(path, encoding="utf-8")
+    except (OSError, ValueError):
+        root.addHandler(logging.NullHandler())
         return ""
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
-    root = logging.getLogger("subcog_store")
     root.addHandler(handler)
-    root.setLevel(logging.INFO)
-    root.propagate = False  # the log file only: stderr stays quiet during the user's compaction
     return str(path)
 
 
@@ -66,11 +64,13 @@ class HookOptions:
 
     @classmethod
     def from_env(cls, db: Path, dry_run: bool = False) -> "HookOptions":
-        return cls(db=db, dry_run=dry_run,
-                   budget_secs=env_float("SUBCOG_HOOK_BUDGET_SECS", 20.0),
-                   include_sidechain=os.environ.get("SUBCOG_HOOK_INCLUDE_SIDECHAIN", "").lower() in ("1", "true"),
-                   min_confidence=env_float("SUBCOG_HOOK_MIN_CONFIDENCE", 0.5),
-                   domain=os.environ.get("SUBCOG_HOOK_DOMAIN", "project") or "project")
+        """The hook's settings (raises ConfigError naming a variable that does not parse)."""
+        from subcog_store.config import process_setting
+
+        return cls(db=db, dry_run=dry_run, budget_secs=float(process_setting("hook_budget_secs")),
+                   include_sidechain=bool(process_setting("hook_include_sidechain")),
+                   min_confidence=float(process_setting("hook_min_confidence")),
+                   domain=str(process_setting("hook_domain") or "project"))
 
 
 @dataclass
@@ -107,6 +107,33 @@ class Run:
             return "dry_run"
         return "failed" if self.errors and not self.captured else ("partial" if self.errors or self.truncated
                                                                      else "ok")
+
+
+def default_db() -> Path:
+    """The database the hooks use (SUBCOG_DB, else the XDG data directory, created when missing)."""
+    from subcog_store.config import db_path, process_setting
+
+    path = db_path()
+    if not process_setting("db"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def dispatch(event: str | None, raw: bytes, db: Path, *, dry_run: bool = False, fmt: str = "default") -> str:
+    """Run one hook; returns what to print (may be empty). Raises only on our own bugs (the entry catches)."""
+    from subcog_store.errors import ConfigError
+
+    if event == "pre-compact":
+        try:
+            options = HookOptions.from_env(db, dry_run=dry_run)
+        except ConfigError as e:
+            log.warning("pre-compact: bad setting: %s", e)
+            return json.dumps({"systemMessage": f"subcog: capture skipped: {e}"}, ensure_ascii=False)
+        return pre_compact_output(pre_compact(raw, options), fmt)
+    if event == "session-start":
+        return session_start(raw, db)
+    log.warning("unknown hook event %r", event)
+    return ""
 
 
 def parse_payload(raw: bytes) -> dict:
@@ -152,18 +179,20 @@ def pre_compact(raw: bytes, options: HookOptions) -> Run:
 def _capture_transcript(run: Run, options: HookOptions, deadline: float) -> None:
     import apsw
 
-    from subcog_store.hook.extract import extract_candidates
     from subcog_store.errors import SubcogError
-    from subcog_store.store import Store
+    from subcog_store.hook.extract import extract_candidates
     from subcog_store.hook.transcript import TranscriptError, read_assistant_texts
+    from subcog_store.store import Store
 
     try:
         dry_without_db = options.dry_run and not Path(options.db).exists()
-        store = Store(":memory:" if dry_without_db else options.db, readonly=options.dry_run and not dry_without_db)
+        store = Store(":memory:" if dry_without_db else options.db, readonly=options.dry_run and not dry_without_db,
+                      fetch_model=False)
     except SubcogError as e:
         run.fail("memory store unavailable", e)
         return
     with store:
+        keep_to_budget(store, deadline)
         session_key = run.session_id or ""
         offset = _stored_offset(store, session_key, run.transcript_path)
         try:
@@ -173,15 +202,22 @@ def _capture_transcript(run: Run, options: HookOptions, deadline: float) -> None
             run.fail("transcript unreadable", e)
             return
         run.records, run.bad_lines, run.truncated = read.records, read.bad_lines, read.truncated
-        candidates = extract_candidates(read.texts, min_confidence=options.min_confidence)
-        run.redacted = sum(c.text.count("[REDACTED]") for c in candidates)
-        fresh = _dedupe_batch(run, store, candidates, options.domain)
-        finished = _capture_all(run, store, fresh, options, deadline)
+        candidates, next_offset = [], read.next_offset
+        for text in read.texts:  # classification is bounded by the deadline too
+            if time.monotonic() > deadline:
+                next_offset, run.truncated = text.offset, True
+                run.fail("time budget used up; the rest is captured next time", "budget")
+                break
+            candidates += extract_candidates([text], min_confidence=options.min_confidence)
+        run.redacted = sum(c.redacted for c in candidates)
+        stopped_at = _capture_all(run, store, candidates, options, deadline) if not run.errors else None
+        if stopped_at is not None:
+            next_offset, run.truncated = min(next_offset, stopped_at), True
         if options.dry_run:
             return
         keep_to_budget(store, deadline, grace=SAVE_GRACE_SECS)
         try:
-            _save(store, run, session_key, read.next_offset if finished else None)
+            _save(store, run, session_key, next_offset if next_offset > offset else None)
         except apsw.Error as e:
             run.fail("could not save the run (the captures are saved)", e)
 
@@ -217,90 +253,56 @@ def _save(store, run: Run, session_key: str, offset: int | None) -> None:
             "skipped": len(run.skipped), "redacted": run.redacted, "report": json.dumps(run.report())})
 
 
-def _dedupe_batch(run: Run, store, candidates: list, domain: str) -> list:
-    """Drop candidates that repeat an earlier one of this batch: same hash, or the same meaning.
+def _capture_all(run: Run, store, candidates: list, options: HookOptions, deadline: float) -> int | None:
+    """Capture (or, dry run, check) the candidates, repeats within the batch skipped; returns the transcript
+    offset to resume from when the time budget or the lock stopped the run first (None: all handled)."""
+    from subcog_store.errors import DatabaseError
+    from subcog_store.store import CaptureRequest
 
-    The model is loaded only when some candidate is long enough for the semantic tier and is not already
-    an exact match in the store, so a batch of repeats never pays for it.
-    """
-    from subcog_store.dedup.check import exact_tier
-
-    kept, seen = [], {}
-    for c in candidates:
-        key = (c.namespace, content_hash(c.text))
-        if key in seen:
-            run.skipped.append({"content": c.text, "namespace": c.namespace, "reason": "in_batch",
-                                "same_as": seen[key], "matched_urn": None})
-            continue
-        seen[key] = c.text[:60]
-        kept.append(c)
-    min_len = int(store.settings.dedup_min_semantic_length)
-    needs_model = [c for c in kept if len(c.text) >= min_len
-                   and not exact_tier(store.con, content_hash(c.text), c.namespace, domain)]
-    if len(needs_model) < 1 or not store.settings.dedup_semantic_enabled:
-        return kept
-    from subcog_store.text.guard import is_duplicate
-
-    store.embed_many([c.text for c in needs_model])
-    vectors = {id(c): store.embed(c.text) for c in needs_model}
-    if any(v is None for v in vectors.values()):
-        return kept
-    out: list = []
-    for c in kept:
-        twin = None
-        if id(c) in vectors:
-            for earlier in out:
-                if id(earlier) in vectors and earlier.namespace == c.namespace:
-                    similarity = float(vectors[id(c)] @ vectors[id(earlier)])
-                    if is_duplicate(earlier.text, c.text, similarity, store.settings.threshold(c.namespace)):
-                        twin = (earlier, similarity)
-                        break
-        if twin:
-            run.skipped.append({"content": c.text, "namespace": c.namespace, "reason": "in_batch",
-                                "same_as": twin[0].text[:60], "similarity": round(twin[1], 4),
-                                "matched_urn": None})
-        else:
-            out.append(c)
-    return out
-
-
-def _capture_all(run: Run, store, candidates: list, options: HookOptions, deadline: float) -> bool:
-    """Capture (or, dry run, check) each candidate; False when the time budget ran out first."""
-    from subcog_store.errors import SubcogError
-
-    for c in candidates:
-        if time.monotonic() > deadline:
+    requests = [CaptureRequest(c.text, c.namespace, options.domain, round(c.confidence, 2), TAGS, SOURCE,
+                               run.session_id) for c in candidates]
+    outcomes = store.capture_many(requests, deadline=deadline, dry_run=options.dry_run)
+    for c, o in zip(candidates, outcomes):
+        if not o.handled:
             run.fail("time budget used up; the rest is captured next time", "budget")
-            return False
-        keep_to_budget(store, deadline)
-        try:
-            if options.dry_run:
-                check = store.check_duplicate(c.text, c.namespace, options.domain, log_check=False)
-                stored, decision, urn, reasoning = not check.is_duplicate, "stored", None, None
-            else:
-                result = store.capture(c.text, c.namespace, options.domain, importance=round(c.confidence, 2),
-                                       tags=TAGS, source=SOURCE, session_id=run.session_id)
-                check, stored, decision, urn = result.check, result.stored, result.decision, result.urn
-                reasoning = result.reasoning
-        except SubcogError as e:
-            run.fail("a capture failed", f"{type(e).__name__} for {fingerprint(c.text)}: {e}")
-            if "locked" in str(e):
-                run.fail("memory store locked; the rest is captured next time", e)
-                return False
+            return c.offset
+        if o.error is not None:
+            if isinstance(o.error, DatabaseError) and "locked" in str(o.error):
+                run.fail("memory store locked; the rest is captured next time", o.error)
+                return c.offset
+            run.fail("a capture failed", f"{type(o.error).__name__} for {fingerprint(c.text)}: {o.error}")
+            if isinstance(o.error, DatabaseError):
+                return c.offset
             continue
-        if stored:
-            changed = next((n for n in check.neighbours if n.changed_fact), None)
-            entry = {"content": c.text, "namespace": c.namespace, "urn": urn, "confidence": round(c.confidence, 2),
-                     "decision": decision}
-            if decision == "changed_fact" and changed:
-                entry.update(matched_urn=f"subcog://{options.domain}/{c.namespace}/{changed.memory_id}",
-                             reasoning=reasoning or changed.changed_fact)
-            run.captured.append(entry)
-        else:
-            run.skipped.append({"content": c.text, "namespace": c.namespace, "reason": check.reason,
-                                "matched_urn": check.matched_urn, "similarity": check.similarity_score,
-                                "seconds_ago": check.captured_seconds_ago, "decision": decision})
-    return True
+        if o.repeat_of is not None:
+            run.skipped.append({"content": c.text, "namespace": c.namespace, "reason": "in_batch",
+                                "same_as": candidates[o.repeat_of].text[:60], "matched_urn": None,
+                                "similarity": None if o.similarity is None else round(o.similarity, 4)})
+            continue
+        _report_one(run, c, o, options)
+    return None
+
+
+def _report_one(run: Run, c, o, options: HookOptions) -> None:
+    if o.check is not None:   # dry run
+        check, stored, decision, urn, reasoning = o.check, not o.check.is_duplicate, "stored", None, None
+    else:
+        r = o.result
+        check, stored, decision, urn, reasoning = r.check, r.stored, r.decision, r.urn, r.reasoning
+    if stored:
+        entry = {"content": c.text, "namespace": c.namespace, "urn": urn, "confidence": round(c.confidence, 2),
+                 "decision": decision}
+        changed = next((n for n in check.neighbours if n.changed_fact), None)
+        if decision == "changed_fact" and changed:
+            from subcog_store.db.memories import urn as make_urn
+
+            entry.update(matched_urn=make_urn(options.domain, c.namespace, changed.memory_id),
+                         reasoning=reasoning or changed.changed_fact)
+        run.captured.append(entry)
+    else:
+        run.skipped.append({"content": c.text, "namespace": c.namespace, "reason": check.reason,
+                            "matched_urn": check.matched_urn, "similarity": check.similarity_score,
+                            "seconds_ago": check.captured_seconds_ago, "decision": decision})
 
 
 def pre_compact_output(run: Run, fmt: str = "default") -> str:

@@ -1,7 +1,7 @@
 """Register subcog-store's Claude Code hooks in a ``settings.json``.
 
 Merges into an existing file (other keys and hooks are kept as they are), is idempotent, writes atomically and
-backs up the previous file. See ``/work/shared/contracts/claude-code-hooks.md`` for the registration format.
+backs up the previous file. The registration format is Claude Code's (``settings.json`` ``hooks``: event, matcher, command, timeout).
 """
 from __future__ import annotations
 

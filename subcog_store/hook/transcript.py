@@ -31,6 +31,7 @@ class AssistantText:
     session_id: str | None
     line_no: int  # 1-based, counted from the start offset of the read
     is_sidechain: bool
+    offset: int = 0  # byte offset where the record's line starts (a run that stops before it resumes there)
 
 
 @dataclass
@@ -110,15 +111,21 @@ def read_assistant_texts(
     `truncated=True`, once `max_bytes` have been consumed (at least one line is always read) or when
     `time.monotonic()` passes `deadline`. Raises TranscriptError when the file cannot be opened or read.
     """
-    try:
-        f = open(path, "rb")
+    try:  # non-blocking: a FIFO or device must not hang the hook before the regular-file check
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except OSError as e:
         raise TranscriptError(f"cannot open transcript {os.fspath(path)!r}: {e.strerror or e}") from e
     try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            os.close(fd)
+            raise TranscriptError(f"cannot open transcript {os.fspath(path)!r}: not a regular file")
+        f = os.fdopen(fd, "rb")
+    except OSError as e:
+        os.close(fd)
+        raise TranscriptError(f"cannot open transcript {os.fspath(path)!r}: {e.strerror or e}") from e
+    try:
         with f:
-            info = os.fstat(f.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise TranscriptError(f"transcript {os.fspath(path)!r} is not a regular file")
             size = info.st_size
             start = start_offset if 0 <= start_offset <= size else 0
             f.seek(start)
@@ -156,6 +163,7 @@ def _read(
         record = _parse(body) if body else None
         if not complete and body and record is None:
             break  # torn last line: do not consume
+        line_start = pos
         pos += len(raw)
         result.next_offset = pos
         if not body:
@@ -164,11 +172,11 @@ def _read(
         if record is None:
             result.bad_lines += 1
             continue
-        _collect(record, line_no, include_sidechain, result.texts)
+        _collect(record, line_no, line_start, include_sidechain, result.texts)
     return result
 
 
-def _collect(record: dict, line_no: int, include_sidechain: bool, out: list[AssistantText]) -> None:
+def _collect(record: dict, line_no: int, offset: int, include_sidechain: bool, out: list[AssistantText]) -> None:
     if record.get("type") != "assistant":
         return
     sidechain = record.get("isSidechain") is True
@@ -184,5 +192,6 @@ def _collect(record: dict, line_no: int, include_sidechain: bool, out: list[Assi
                 session_id=_str(record.get("sessionId")),
                 line_no=line_no,
                 is_sidechain=sidechain,
+                offset=offset,
             )
         )

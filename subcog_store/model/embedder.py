@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from subcog_store.model.files import model_dir, verify
+from subcog_store.model.files import ModelFilesError, fetch, is_default_download_dir, model_dir, verify
 
 if TYPE_CHECKING:
     import numpy as np
@@ -25,9 +25,10 @@ class Embedder:
     dimensions = DIMENSIONS
     name = "all-MiniLM-L6-v2-int8"
 
-    def __init__(self, directory: Path | None = None, threads: int = 0):
+    def __init__(self, directory: Path | None = None, threads: int = 0, fetch_missing: bool = False):
         self.directory = directory
         self.threads = threads
+        self.fetch_missing = fetch_missing  # download missing files into the user's data directory first
         self._session = None
         self._tokenizer = None
         self._lock = threading.Lock()
@@ -37,7 +38,13 @@ class Embedder:
         with self._lock:
             if self._session is not None:
                 return
-            directory = verify(self.directory or model_dir())
+            directory = self.directory or model_dir()
+            try:
+                directory = verify(directory)
+            except ModelFilesError:
+                if not (self.fetch_missing and is_default_download_dir(directory)):
+                    raise
+                directory = fetch(directory)
             import onnxruntime
             from tokenizers import Tokenizer
 

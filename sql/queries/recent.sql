@@ -1,0 +1,39 @@
+-- name: find_recent_capture
+-- The newest capture of this content in the scope within the window (recent tier).
+select
+  memory_id,
+  captured_at
+from recent_captures
+where content_hash = :content_hash
+  and namespace = :namespace
+  and domain = :domain
+  and captured_at >= :since
+order by captured_at desc
+limit 1;
+
+-- name: insert_recent_capture
+-- Remember a capture for the recent window; the trigger prunes by age and capacity.
+insert into recent_captures (content_hash, memory_id, namespace, domain, captured_at)
+values (:content_hash, :memory_id, :namespace, :domain, :captured_at);
+
+-- name: recent_captures_of
+-- Recent-capture rows that point at a memory (undo data of a hard delete).
+select
+  id,
+  content_hash,
+  memory_id,
+  namespace,
+  domain,
+  captured_at
+from recent_captures
+where memory_id = :id;
+
+-- name: delete_recent_captures_of
+-- Drop the recent-capture rows that point at a memory.
+delete from recent_captures
+where memory_id = :id;
+
+-- name: reinsert_recent_capture
+-- Put a recent-capture row back with its original id.
+insert or ignore into recent_captures (id, content_hash, memory_id, namespace, domain, captured_at)
+values (:id, :content_hash, :memory_id, :namespace, :domain, :captured_at);

@@ -1,0 +1,52 @@
+"""Claude Code commands: `hook EVENT` (the thin entry in `hook.entry` runs it) and `install-hooks`."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from subcog_store.cli.app import emit
+from subcog_store.errors import InvalidInput
+
+
+def register(sub, add) -> None:
+    p = sub.add_parser("hook", help="Claude Code hooks (read the hook input on stdin)",
+                       description="Claude Code hooks: they always exit 0 and print output the client accepts.")
+    p.set_defaults(handler=cmd_hook)
+    hooks = p.add_subparsers(dest="hook", required=True)
+    h = hooks.add_parser("pre-compact", help="capture the conversation's decisions, learnings, patterns")
+    h.add_argument("--format", choices=("default", "subcog"), default="default",
+                   help="default: a systemMessage line; subcog: the original design's report (which the real "
+                        "client rejects on PreCompact)")
+    h.add_argument("--dry-run", action="store_true", help="report what would be captured; write nothing")
+    hooks.add_parser("session-start", help="after a compaction, hand the capture report to the model")
+    p = add("install-hooks", "register the hooks in Claude Code's settings.json (merging)", cmd_install_hooks)
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--project", metavar="DIR", help="write DIR/.claude/settings.json")
+    where.add_argument("--user", action="store_true", help="write ~/.claude/settings.json")
+    p.add_argument("--uninstall", action="store_true", help="remove our hooks instead")
+    p.add_argument("--dry-run", action="store_true", help="say what would change; write nothing")
+
+
+def cmd_hook(args: argparse.Namespace) -> int:
+    from subcog_store.hook.entry import main
+
+    argv = [args.hook] + (["--dry-run"] if getattr(args, "dry_run", False) else []) + \
+        (["--format", args.format] if getattr(args, "format", None) else [])
+    return main(argv, db=args.db)
+
+
+def cmd_install_hooks(args: argparse.Namespace) -> int:
+    from subcog_store.hook.install import SettingsError, install_hooks, settings_path, uninstall_hooks
+
+    path = settings_path(Path(args.project) if args.project else None, user=args.user)
+    try:
+        result = uninstall_hooks(path, dry_run=args.dry_run) if args.uninstall else \
+            install_hooks(path, dry_run=args.dry_run)
+    except SettingsError as e:
+        raise InvalidInput(str(e)) from None
+    verb = "would change" if args.dry_run and result.changed else ("updated" if result.changed else "unchanged")
+    text = f"{path}: {verb}"
+    if result.backup:
+        text += f" (old file kept as {result.backup})"
+    emit(args, result.to_dict(), text)
+    return 0

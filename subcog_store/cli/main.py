@@ -1,0 +1,32 @@
+"""The `subcog-store` entry point: every command module registered on the app's parser. A hook goes straight
+to the thin hook entry (no argparse, no command modules)."""
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    db = None
+    if len(argv) >= 3 and argv[0] == "--db":
+        db, rest = argv[1], argv[2:]
+    else:
+        rest = argv
+    if rest[:1] == ["hook"] and not any(a in ("-h", "--help") for a in rest):
+        from subcog_store.hook.entry import main as hook_main
+
+        return hook_main(rest[1:], db=db)
+    from subcog_store.cli import app
+
+    return app.run(build_parser(), argv)
+
+
+def build_parser():
+    """The parser with every command."""
+    from subcog_store.cli import app, batch_cmds, hook_cmds, review_cmds, store_cmds, upkeep_cmds
+
+    return app.build_parser([store_cmds, review_cmds, batch_cmds, hook_cmds, upkeep_cmds])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

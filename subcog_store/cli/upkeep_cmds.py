@@ -1,0 +1,52 @@
+"""Upkeep and measurement: doctor, reembed, eval-pairs."""
+from __future__ import annotations
+
+import argparse
+import json
+
+from subcog_store.cli.app import emit, open_store, positive_int
+from subcog_store.errors import InvalidInput
+
+
+def register(sub, add) -> None:
+    add("doctor", "verify the store's invariants (exit 6 when one fails)", cmd_doctor)
+    add("reembed", "embed active memories that have no vector (stored while the model was missing)", cmd_reembed)
+    p = add("eval-pairs", "measure the duplicate check on labeled pairs (in a throw-away store)", cmd_eval_pairs)
+    p.add_argument("file")
+    p.add_argument("--format", choices=("mrpc", "sts", "jsonl"), required=True, dest="pairs_format")
+    p.add_argument("--namespace", "-n", default="context", help="namespace whose settings apply (default context)")
+    p.add_argument("--limit", type=positive_int, help="only the first N pairs")
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from subcog_store.doctor import diagnose, open_for_doctor
+
+    with open_for_doctor(args) as con:
+        findings = diagnose(con)
+    bad = [f for f in findings if not f.ok]
+    emit(args, {"ok": not bad, "findings": [f.__dict__ for f in findings]},
+         "\n".join(f"{'ok  ' if f.ok else 'FAIL'} {f.check}: {f.detail}"
+                   + (f" (e.g. {', '.join(f.examples)})" if f.examples else "") for f in findings))
+    return 6 if bad else 0
+
+
+def cmd_reembed(args: argparse.Namespace) -> int:
+    from subcog_store.maintenance import reembed
+
+    with open_store(args) as store:
+        count = reembed(store)
+        emit(args, {"embedded": count}, f"embedded {count} memories that had no vector")
+    return 0
+
+
+def cmd_eval_pairs(args: argparse.Namespace) -> int:
+    from subcog_store.evaluation.evaluate import evaluate, format_report
+    from subcog_store.evaluation.pairs import read_pairs
+
+    try:
+        pairs = read_pairs(args.file, args.pairs_format, limit=args.limit)
+    except (OSError, ValueError, UnicodeDecodeError) as e:
+        raise InvalidInput(f"cannot read pairs: {e}") from None
+    report = evaluate(pairs, args.namespace)
+    print(json.dumps(report.to_dict()) if args.json else format_report(report))
+    return 0
