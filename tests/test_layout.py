@@ -133,3 +133,12 @@ def test_one_capture_runs_exactly_these_statements(store) -> None:
         "begin", "find_exact_match", "find_semantic_neighbours", "find_recent_capture", "commit",
         "begin immediate", "pragma defer_foreign_keys = on", "find_exact_match", "get_memory",
         "insert_memory", "insert_vector", "insert_recent_capture", "insert_check", "log_decision", "commit"]
+
+
+def test_the_package_list_matches_the_tree() -> None:
+    """pyproject.toml lists the packages by hand (sql/ and models/ are mapped in): none may be forgotten."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    on_disk = {".".join(p.parent.relative_to(ROOT).parts) for p in PACKAGE.rglob("__init__.py")}
+    assert listed - {"subcog_store.sql", "subcog_store.models"} == on_disk
