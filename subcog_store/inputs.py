@@ -1,8 +1,9 @@
-"""What callers hand the store, validated once: a capture request becomes a `Prepared` capture whose content
-hash is computed here and carried through the check, the policies and the write."""
+"""What callers hand the store, validated once: a capture request becomes a `Prepared` capture, its secrets
+replaced by [REDACTED] and its content hash computed here and carried through the check, the policies and the
+write."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Iterable
 
@@ -11,6 +12,7 @@ from subcog_store.config import MAX_CONTENT_BYTES
 from subcog_store.errors import InvalidInput
 from subcog_store.text.namespaces import canonical_domain, canonical_namespace
 from subcog_store.text.normalize import content_hash
+from subcog_store.text.redact import redact
 
 POLICIES = ("skip", "verify", "replace", "merge")
 MAX_LABEL_CHARS = 200      # session ids, sources
@@ -46,7 +48,7 @@ class Prepared:
     session_id: str | None
     policy: str | None
     created_at: str | None               # ISO-8601 as stored, when the caller gave one
-    extra: dict = field(default_factory=dict)
+    redacted: int = 0                    # secrets replaced by [REDACTED] before anything was stored
 
     def candidate(self) -> dict:
         """The text and metadata, as the decision log keeps them for an undo."""
@@ -145,14 +147,14 @@ def validate_policy(policy: object) -> str | None:
 
 def prepare(request: CaptureRequest) -> Prepared:
     """Validate a request (raises InvalidInput naming the field)."""
-    content = validate_content(request.content)
+    content, redacted = redact(validate_content(request.content))
     if request.namespace is None:
         raise InvalidInput("a namespace is required")
     return Prepared(content, content_hash(content), canonical_namespace(request.namespace),  # type: ignore[arg-type]
                     canonical_domain(request.domain), validate_importance(request.importance),  # type: ignore[arg-type]
                     validate_tags(request.tags), validate_label("source", request.source),
                     validate_label("session_id", request.session_id), validate_policy(request.policy),
-                    validate_created_at(request.created_at))
+                    validate_created_at(request.created_at), redacted)
 
 
 def prepare_all(requests: Iterable[CaptureRequest]) -> list[Prepared | InvalidInput]:

@@ -53,6 +53,7 @@ class CaptureResult:
     reasoning: str | None = None
     warnings: list[str] = field(default_factory=list)
     outdated: list[str] = field(default_factory=list)   # memories this capture marked as outdated
+    redacted: int = 0                                     # secrets replaced by [REDACTED] before storing
 
     def to_dict(self) -> dict:
         data = {k: v for k, v in asdict(self).items() if k != "check"}
@@ -281,7 +282,7 @@ class Store:
                 undo=undo, members=writer.members(outdated, "outdated")))
         result_urn = urn(p.domain, p.namespace, memory_id) if memory_id else check.matched_urn
         return CaptureResult(plan.store, plan.decision, memory_id or check.matched_memory_id, result_urn, check,
-                             decision_id, list(plan.retire), plan.reasoning, plan.warnings, outdated)
+                             decision_id, list(plan.retire), plan.reasoning, plan.warnings, outdated, p.redacted)
 
     def _revalidate(self, inputs: CheckInputs, check: CheckResult, plan: "Plan") -> None:
         """Under the write lock: another process may have stored the same text, or retired our match."""

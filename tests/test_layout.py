@@ -18,9 +18,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "subcog_store"
 SQL_HOME = {"subcog_store/db/connection.py", "subcog_store/db/sqlfiles.py"}  # the loader and connection set-up
 # Modules allowed past MAX_LINES, each with its reason in the README's layout section.
-LONG_MODULES = {"subcog_store/text/guard.py", "subcog_store/hook/redact.py"}
+LONG_MODULES = {"subcog_store/text/guard.py", "subcog_store/text/redact.py"}
 MAX_LINES = 400
-SQL_START = re.compile(r"^\s*(select|insert|update|delete|create|drop|alter|pragma|with|replace)\s+[\w*(]",
+SQL_START = re.compile(r"^\s*(select|insert|update|delete|create|drop|alter|pragma|with)\s+[\w*(]",
                        re.IGNORECASE)
 
 
@@ -78,7 +78,12 @@ def test_no_sql_outside_sql_directory() -> None:
         rel = str(path.relative_to(ROOT))
         if rel in SQL_HOME:
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        tree = ast.parse(path.read_text())
+        docstrings = {id(n.body[0].value) for n in ast.walk(tree) if isinstance(n, (ast.Module, ast.ClassDef,
+                      ast.FunctionDef)) and n.body and isinstance(n.body[0], ast.Expr)}
+        for node in ast.walk(tree):
+            if id(node) in docstrings:
+                continue
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and SQL_START.match(node.value) \
                     and re.search(r"\b(from|into|set|table|values|where)\b", node.value, re.IGNORECASE):
                 offenders.append(f"{rel}:{node.lineno}: {node.value[:60]!r}")

@@ -1,11 +1,17 @@
 """Secrets never reach the store."""
 from __future__ import annotations
 
+import base64
+import random
+import string
+import time
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from subcog_store.hook.redact import REDACTED, redact
+from secret_corpus import NEAR_MISSES, SECRETS, Secret
+from subcog_store.text.redact import REDACTED, redact
 
 # Fake credentials, built from pieces so that secret scanners do not flag this file.
 AWS = "AKIA" + "IOSFODNN7EXAMPLE"
@@ -104,3 +110,110 @@ def test_prose_survives(text):
 def test_redaction_is_idempotent(text):
     out, _ = redact(text)
     assert redact(out) == (out, 0)
+
+
+# -- the corpus: many kinds of secret, and near misses -------------------------------------------------------
+def test_corpus_is_large_enough():
+    assert len({s.kind for s in SECRETS}) >= 60 and len(NEAR_MISSES) >= 40
+
+
+@pytest.mark.parametrize("case", SECRETS, ids=lambda s: s.kind)
+def test_every_kind_is_redacted_once(case: Secret):
+    out, n = redact(case.text)
+    assert case.secret not in out and REDACTED in out, out
+    assert n == 1, out
+    assert redact(out) == (out, 0)
+
+
+@pytest.mark.parametrize("text", [t for _, t in NEAR_MISSES], ids=[why for why, _ in NEAR_MISSES])
+def test_near_misses_are_untouched(text: str):
+    assert redact(text) == (text, 0)
+
+
+def test_all_kinds_in_one_text():
+    text = "\n\n".join(s.text for s in SECRETS) + "\n\n" + "\n".join(t for _, t in NEAR_MISSES)
+    out, n = redact(text)
+    assert n == len(SECRETS) and not [s.kind for s in SECRETS if s.secret in out]
+    assert all(t in out for _, t in NEAR_MISSES)
+    assert redact(out) == (out, 0)
+
+
+@pytest.mark.parametrize("wrap", ['"{}"', "'{}'", "`{}`", "({})", "<{}>", "{}.", "{},", "\n{}\n"],
+                         ids=["dq", "sq", "tick", "paren", "angle", "period", "comma", "lines"])
+@pytest.mark.parametrize("case", [s for s in SECRETS if s.kind in (
+    "gitlab-pat", "slack-incoming-webhook", "sendgrid-api-key", "npm-token", "vault-token", "telegram-bot-token",
+    "discord-bot-token", "azure-ad-client-secret", "age-secret-key", "jwt")], ids=lambda s: s.kind)
+def test_tokens_in_punctuation(case: Secret, wrap: str):
+    text = "use " + wrap.format(case.secret) + " here"
+    out, n = redact(text)
+    assert case.secret not in out and n == 1, out
+
+
+def test_literal_redacted_is_not_counted():
+    text = "password=[REDACTED] and token: [REDACTED]; https://u:[REDACTED]@h/ the password is [REDACTED]."
+    assert redact(text) == (text, 0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(SECRETS), st.text(max_size=60), st.text(max_size=60))
+def test_secrets_in_any_context(case: Secret, before: str, after: str):
+    out, n = redact(f"{before} {case.text} {after}")
+    assert case.secret not in out and n >= 1
+    assert redact(out) == (out, 0)
+
+
+FRAGMENTS = ["password", "Password", "=", ":", " is ", " ", "\n", REDACTED, "[REDACTED", "REDACTED]", "ghp_",
+             "a" * 20, "A1b2C3d4e5F6g7H8i9J0", "token", '"', "'", "://", "@", "-----BEGIN RSA PRIVATE KEY-----",
+             "-----END RSA PRIVATE KEY-----", "sk-", "key ", HEX[:32], "api key", " for staging", "pw", "login",
+             " with ", "curl -u ", "mysql -p", ";", "&", "?sig=", "AccountKey=", "Bearer ", "Authorization: ",
+             "$2b$10$", "eyJ", ".", "-", "_", "~", "secret", "credentials", "public ", "AAAA", "hunter2", "xxxx",
+             "...", "${", "h:5432:db:u:", "--token ", '"auth": "ZGVwbG95OnB3"'] + [s.secret for s in SECRETS[::9]]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(FRAGMENTS), max_size=25).map("".join))
+def test_count_is_the_markers_added(text: str):
+    out, n = redact(text)
+    assert n == out.count(REDACTED) - text.count(REDACTED)
+    assert redact(out) == (out, 0)
+
+
+# -- no catastrophic backtracking ----------------------------------------------------------------------------
+N = 200_000
+_rng = random.Random(7)
+ADVERSARIAL = {
+    "a": "a" * N, "=": "=" * N, "-": "-" * N, "_": "_" * N, ".": "." * N, ":": ":" * N, "spaces": " " * N,
+    "newlines": "\n" * N, "dotted İ": "İ" * N, "e-acute": "é" * N,
+    "base64": base64.b64encode(_rng.randbytes(N * 3 // 4)).decode(),
+    "hex": _rng.randbytes(N // 2).hex(),
+    "printable": "".join(_rng.choice(string.printable) for _ in range(N)),
+    "password words": "password " * (N // 9), "password colon": "password: " * (N // 10),
+    "password is": "the password is " * (N // 16), "password for": "password for " + "a " * (N // 2),
+    "password quote": 'password="' * (N // 10), "pw:": "pw:" * (N // 3), "token is": "token is " * (N // 9),
+    "key hex": ("key " + "a" * 40 + "g") * (N // 45), "key=": "key=" * (N // 4), "api_key=": "api_key=" * (N // 8),
+    "login": "login a " * (N // 8), "with password": "with password " * (N // 14),
+    "sk-": "sk-" * (N // 3) + "~", "glpat-": "glpat-" * (N // 6) + "~", "ghp_": "ghp_" * (N // 4) + "~",
+    "glc_/": "glc_/" * (N // 5), "ATATT3=": "ATATT3=" * (N // 7), "eyJ-": "eyJ-" * (N // 4) + "~",
+    "eyJ.": "eyJaaaaaaaaaa." * (N // 14), "AKIA": "AKIA" * (N // 4), "1//0": "1//0" * (N // 4),
+    "digits:AA": ("1234567890:AA" * (N // 13)), "Q~": "abc8Q~" * (N // 6),
+    "BEGIN": "-----BEGIN RSA PRIVATE KEY-----" * (N // 31), "PuTTY": "PuTTY-User-Key-File-3:" * (N // 22),
+    "://": "a://" * (N // 4), "a:b@": "a:b@" * (N // 4), "://x:": "://x:" * (N // 5),
+    "slack hooks": "https://hooks.slack.com/services/" * (N // 33), "curl": "curl " * (N // 5),
+    "curl -u": "curl -u a:" * (N // 10), "mysql": "mysql " * (N // 6), "mysql -p": "mysql -p" * (N // 8),
+    "bcrypt": "$2b$10$" * (N // 7), "auth json": '"auth": "' * (N // 9), "--password": "--password " * (N // 11),
+    "--token=": "--token=" * (N // 8), "bearer": "Authorization: Bearer " * (N // 22), "?sig=": "?sig=" * (N // 5),
+    "&token=": "&token=aaaaaaaa" * (N // 15), "accountkey=": "AccountKey=" * (N // 11),
+    "pgpass": ":1:a:b:" * (N // 7), "pgpass host": "h:1:a:b:" * (N // 8), "public key": "public key " * (N // 11),
+    "[REDACTED]": "[REDACTED]" * (N // 10), "password=[REDACTED]": "password=[REDACTED]" * (N // 19),
+    "password=a.a.a": "password=" + "a." * (N // 2), "password=aaa": "password=" + "a" * N + "(",
+    "token: ((": "token: " + "(" * N, "password=a?.": "password=" + "a?." * (N // 3),
+}
+
+
+@pytest.mark.parametrize("name", ADVERSARIAL)
+def test_adversarial_inputs_finish_fast(name: str):
+    text = ADVERSARIAL[name]
+    started = time.perf_counter()
+    out, _ = redact(text)
+    assert time.perf_counter() - started < 2.0  # generous: only catastrophic backtracking fails this
+    assert redact(out)[1] == 0

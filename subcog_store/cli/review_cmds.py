@@ -16,13 +16,23 @@ def register(sub, add) -> None:
     p.add_argument("id")
 
 
+def _shown(row: dict) -> dict:
+    """A decision as shown: no undo data, secrets redacted again."""
+    from subcog_store.text.redact import shown
+
+    row.pop("undo", None)
+    for key in ("new_content", "matched_content", "reasoning"):
+        row[key] = shown(row[key])
+    return row
+
+
 def cmd_review(args: argparse.Namespace) -> int:
     from subcog_store.review import unreviewed
 
     with open_store(args) as store:
         rows = unreviewed(store, args.limit, args.all)
     for row in rows:
-        row.pop("undo", None)
+        _shown(row)
     lines = [f"#{r['id']} {r['decided_at']} {r['namespace']} {r['decision']} [{r['review_status']}]"
              + (f" sim {r['similarity']:.3f}" if r["similarity"] is not None else "")
              + f"\n    new: {(r['new_content'] or '')[:100]}"
@@ -38,8 +48,7 @@ def cmd_confirm(args: argparse.Namespace) -> int:
 
     with open_store(args) as store:
         row = confirm(store, args.id)
-    row.pop("undo", None)
-    emit(args, row, f"decision {row['id']} confirmed")
+    emit(args, _shown(row), f"decision {row['id']} confirmed")
     return 0
 
 

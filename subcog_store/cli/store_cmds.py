@@ -193,8 +193,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         status = None if args.status == "all" else args.status
         found = store.memories(args.namespace, args.domain, status, args.limit)
-        emit(args, [m.to_dict() for m in found],
-             "\n".join(f"{m.urn}  [{m.status}] {m.content[:100]}" for m in found) or "no memories")
+        shown = [m.to_dict() for m in found]
+        emit(args, shown, "\n".join(f"{m['urn']}  [{m['status']}] {m['content'][:100]}" for m in shown)
+             or "no memories")
     return 0
 
 

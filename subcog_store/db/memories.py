@@ -56,8 +56,12 @@ class Memory:
         return urn(self.domain, self.namespace, self.id)
 
     def to_dict(self) -> dict:
+        """The memory as shown to people and tools (secrets redacted again on the way out)."""
+        from subcog_store.text.redact import shown
+
         data = asdict(self)
         data.pop("seq")
+        data["content"] = shown(self.content)
         data["urn"] = self.urn
         return data
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from subcog_store.hook.classify import classify, strip_narration
-from subcog_store.hook.redact import redact
+from subcog_store.text.redact import redact
 from subcog_store.hook.transcript import AssistantText
 
 __all__ = ["Candidate", "extract_candidates", "split_paragraphs"]

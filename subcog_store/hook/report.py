@@ -3,7 +3,9 @@ from __future__ import annotations
 
 
 def _short(text: str, width: int = 80) -> str:
-    text = " ".join(text.split())
+    from subcog_store.text.redact import shown
+
+    text = " ".join((shown(text) or "").split())
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
