@@ -1,0 +1,1 @@
+"""Capture benchmark: hand labels of real sessions and the learned sentence scorer."""

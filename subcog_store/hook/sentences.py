@@ -1,0 +1,230 @@
+"""Split one assistant text (markdown) into sentence units, each with the context that gives it meaning.
+
+A unit is one sentence of a paragraph or list item. It carries its paragraph (or item), the nearest heading and,
+for list items, the lead-in line ("The root cause:", a parent item, else the heading) that the item depends on.
+Fenced code, tables and rules are dropped; emphasis, links and code ticks are cleaned away (code spans are
+counted, their text kept). Pure Python and deterministic: the same text always gives the same units.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+__all__ = ["Unit", "split_units", "split_sentences", "clean_inline", "sentence_sha", "is_candidate", "MIN_CHARS"]
+
+MIN_CHARS = 25  # the prefilter: shorter sentences are not units (see is_candidate)
+
+_FENCE = re.compile(r"^(`{3,}|~{3,})")
+_TABLE = re.compile(r"^\|")
+_RULE = re.compile(r"^(?:([-*_])(?:\s*\1){2,}|={3,})$")
+_HEADING = re.compile(r"^(#{1,6})(?:\s+|$)")
+_ITEM = re.compile(r"^(\s*)(?:[-*+\u2022]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?")
+_QUOTE = re.compile(r"^\s*(?:>\s?)+")
+_CODE_SPAN = re.compile(r"(?<!`)(`{1,10})(?!`)(.{1,2000}?)(?<!`)\1(?!`)")
+_INLINE = [
+    (re.compile(r"!\[([^\[\]]*)\]\([^()]*\)"), r"\1"),  # image -> alt text
+    (re.compile(r"\[([^\[\]]+)\]\([^()]*\)"), r"\1"),  # link -> its text
+    (re.compile(r"<br\s*/?>", re.I), " "),
+    (re.compile(r"\*\*(.+?)\*\*|__(.+?)__"), lambda m: m.group(1) or m.group(2)),
+    (re.compile(r"~~(.+?)~~"), r"\1"),
+    (re.compile(r"(?<![\w*])\*(?=\S)([^*]+?)(?<=\S)\*(?![\w*])"), r"\1"),
+    (re.compile(r"(?<!\w)_(?=\S)([^_]+?)(?<=\S)_(?!\w)"), r"\1"),
+]
+_CODE_MARK = "\x00"  # wraps a kept code span while sentences are split, so no split happens inside it
+# A boundary: end mark (and closing quote/bracket), space, then something that can start a sentence.
+_BOUNDARY = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[\x00]?[A-Z0-9\x00#@$/~.\u2018\u201c\u2705\u274c\u26a0])")
+_ABBREV = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|approx|cf|incl|resp|no|fig|ca|dr|mr|mrs|ms|st)\.|\b[A-Z]\.)$", re.I)
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One sentence with its context. `index` is its position among the units of the text."""
+
+    text: str  # the cleaned sentence
+    context: str  # the cleaned paragraph or list item it belongs to
+    heading: str  # nearest heading above ("" if none)
+    lead: str  # list items: the lead-in line or parent item ("" for paragraphs)
+    kind: str  # "para" | "item"
+    index: int  # position among the units of this text
+    block: int  # position of its paragraph/item among the blocks of this text
+    pos: int  # position of the sentence within its block
+    n_in_block: int  # sentences in its block (units and non-units)
+    code_spans: int  # inline code spans in the sentence
+    depth: int  # list nesting depth (0 for paragraphs and top-level items)
+
+    def memory_text(self) -> str:
+        """What to store: the sentence, prefixed by its lead-in for a list item (`lead: sentence`)."""
+        lead = self.lead.rstrip(" :.")
+        if self.kind == "item" and lead and lead not in self.text:
+            return f"{lead}: {self.text}"
+        return self.text
+
+    @property
+    def sha(self) -> str:
+        return sentence_sha(self.text)
+
+
+def sentence_sha(text: str) -> str:
+    """First 16 hex of sha256 of the normalized sentence (lower case, whitespace folded: the store's normalize)."""
+    return hashlib.sha256(" ".join(text.lower().split()).encode("utf-8")).hexdigest()[:16]
+
+
+def _emphasis(text: str) -> str:
+    for rx, repl in _INLINE:
+        text = rx.sub(repl, text)
+    return text
+
+
+def _mark_inline(text: str) -> str:
+    """Emphasis and links out; code spans kept, wrapped in _CODE_MARK (emphasis rules skip their content)."""
+    out, last = [], 0
+    for m in _CODE_SPAN.finditer(text):
+        out.append(_emphasis(text[last:m.start()]))
+        out.append(_CODE_MARK + m.group(2).strip().replace(_CODE_MARK, "") + _CODE_MARK)
+        last = m.end()
+    out.append(_emphasis(text[last:]))
+    return " ".join("".join(out).split())
+
+
+def clean_inline(text: str) -> str:
+    """Plain text of one markdown line or paragraph (emphasis, link targets and code ticks removed)."""
+    return _mark_inline(text).replace(_CODE_MARK, "")
+
+
+def split_sentences(marked: str) -> list[str]:
+    """Sentences of one cleaned line (code spans marked): split after . ! ? before a capital, digit or code."""
+    out: list[str] = []
+    start = 0
+    for m in _BOUNDARY.finditer(marked):
+        head = marked[start:m.start()]
+        if head.count(_CODE_MARK) % 2 or _ABBREV.search(head):
+            continue
+        out.append(head)
+        start = m.end()
+    out.append(marked[start:])
+    return [s.strip() for s in out if s.strip()]
+
+
+def is_candidate(sentence: str, code_free: str | None = None) -> bool:
+    """The prefilter: at least MIN_CHARS characters and three words outside code spans (not pure code or paths)."""
+    if len(sentence) < MIN_CHARS:
+        return False
+    return len(_WORD.findall(sentence if code_free is None else code_free)) >= 3
+
+
+@dataclass
+class _Block:
+    lines: list[str]
+    kind: str
+    heading: str
+    lead: str
+    indent: int = 0
+    depth: int = 0
+
+
+def _blocks(text: str) -> list[_Block]:
+    """Paragraphs and list items (continuation lines joined) with heading and lead-in, code and tables dropped."""
+    blocks: list[_Block] = []
+    cur: _Block | None = None
+    heading = ""
+    fence: str | None = None
+    last_para: _Block | None = None  # the paragraph just before a list, its possible lead-in
+    items: list[_Block] = []  # open list items, outermost first
+
+    def flush() -> None:
+        nonlocal cur
+        if cur is not None and cur.lines:
+            blocks.append(cur)
+        cur = None
+
+    for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        s = _QUOTE.sub("", line).rstrip()
+        stripped = s.strip()
+        f = _FENCE.match(stripped)
+        if fence is not None:
+            if f and stripped.startswith(fence) and not stripped.strip("`~"):
+                fence = None
+            continue
+        if f:
+            flush()
+            fence = f.group(1)
+            continue
+        if not stripped or _TABLE.match(stripped) or _RULE.match(stripped):
+            flush()
+            continue
+        h = _HEADING.match(stripped)
+        if h:
+            flush()
+            heading = clean_inline(_HEADING.sub("", stripped).rstrip("# "))
+            last_para, items = None, []
+            continue
+        item = _ITEM.match(s)
+        if item:
+            flush()
+            indent = len(item.group(1).expandtabs(4))
+            while items and items[-1].indent >= indent:
+                items.pop()
+            if items:
+                lead = _first_sentence(" ".join(items[-1].lines))
+            elif last_para is not None:
+                lead = clean_inline(" ".join(last_para.lines))
+            else:
+                lead = heading
+            cur = _Block([s[item.end():].strip()], "item", heading, lead, indent, len(items))
+            items.append(cur)
+            continue
+        if cur is not None:  # a continuation line (a blank line, rule or table would have ended the block)
+            cur.lines.append(stripped)
+            continue
+        flush()
+        indented = items and len(s) - len(s.lstrip()) > items[-1].indent
+        if not indented:
+            items = []
+        cur = _Block([stripped], "para", heading, "")
+        if not indented:
+            last_para = cur  # may lead the list that follows (kept if it ends in ':' or is short)
+    flush()
+    for b in blocks:
+        if b.kind == "item" and b.lead and b.depth == 0 and not _is_lead(b.lead):
+            b.lead = b.heading
+    return blocks
+
+
+def _first_sentence(markdown: str) -> str:
+    """First sentence of a parent list item, the lead-in of its sub-items."""
+    sentences = split_sentences(_mark_inline(markdown))
+    return sentences[0].replace(_CODE_MARK, "")[:200] if sentences else ""
+
+
+def _is_lead(text: str) -> bool:
+    """A lead-in line: ends with ':' or is short (a label, not a paragraph of its own)."""
+    return text.rstrip().endswith(":") or len(text) <= 80
+
+
+def split_units(text: str, *, min_chars: int = MIN_CHARS) -> list[Unit]:
+    """Sentence units of one assistant text, in order; only sentences passing the prefilter (see is_candidate).
+
+    Each line of a paragraph ends a sentence (assistants do not hard-wrap prose); a list item's continuation
+    lines belong to it.
+    """
+    units: list[Unit] = []
+    for bi, b in enumerate(_blocks(text)):
+        marked_lines = [_mark_inline(line) for line in b.lines]
+        context = " ".join(m.replace(_CODE_MARK, "") for m in marked_lines).strip()
+        if b.kind == "item":
+            sentences = split_sentences(" ".join(marked_lines))
+        else:
+            sentences = [s for m in marked_lines for s in split_sentences(m)]
+        for pos, s in enumerate(sentences):
+            plain = s.replace(_CODE_MARK, "").strip()
+            code_free = re.sub(r"\x00[^\x00]*\x00", " ", s)
+            if len(plain) < min_chars or not is_candidate(plain, code_free):
+                continue
+            units.append(Unit(
+                text=plain, context=context, heading=b.heading, lead=b.lead if b.kind == "item" else "",
+                kind=b.kind, index=len(units), block=bi, pos=pos, n_in_block=len(sentences),
+                code_spans=s.count(_CODE_MARK) // 2, depth=b.depth,
+            ))
+    return units
