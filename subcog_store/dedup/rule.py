@@ -59,13 +59,13 @@ def judge(older: str, newer: str, similarity: float, phrase_similarity: PhraseSi
     ("two kids" / "two children"); it is asked only when its answer can change the verdict. Without it a
     differing word counts as a different fact (the safe side).
     """
-    verdict = changed_fact(older, newer)
+    verdict = changed_fact(older, newer, phrase_similarity)
     reason = None
     if verdict.changed:
         reason = f"{verdict.reason}: {verdict.detail}" if verdict.detail else str(verdict.reason)
         # the support of a changed fact decides nothing: spare the model
         return PairVerdict(float(similarity), reason, lexical_support(older, newer))
-    return PairVerdict(float(similarity), reason, lexical_support(older, newer))
+    return PairVerdict(float(similarity), reason, lexical_support(older, newer, phrase_similarity))
 
 
 def is_duplicate(older: str, newer: str, similarity: float, threshold: float,

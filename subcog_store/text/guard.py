@@ -1,28 +1,50 @@
-"""The changed-fact guard: cheap lexical checks that veto a semantic (cosine) duplicate.
+"""The changed-fact guard: cheap checks that veto a semantic (cosine) duplicate.
 
-Sentence embeddings cannot see a changed fact ("TTL is 5 minutes" vs "TTL is 10 minutes" scores 0.985).
-`changed_fact(older, newer)` says whether two texts state different facts: numbers, versions, units, dates,
-negation/polarity, swapped participants (symmetric in its arguments). `lexical_support(a, b)` is a positive
-signal: how much of the content of each text the other one covers. `is_duplicate` combines both with the cosine.
-Pure Python (re + stdlib), deterministic, well under a millisecond per sentence pair. Calibrated on MRPC train
-only; see docs/guard.md.
+Sentence embeddings cannot see a changed fact ("TTL is 5 minutes" vs "TTL is 10 minutes" scores 0.985, "Sullivan
+defeated Denny" vs "Denny defeated Sullivan" 0.99). `changed_fact(older, newer)` says whether two texts state
+different facts: numbers, versions, units, dates, negation/polarity, who did what to whom (word order and roles),
+one slot filled with something else. `lexical_support(a, b)` is the positive signal: how much of the content of
+each text the other one covers. Both are symmetric and deterministic.
+
+Both take an optional `phrase_similarity(p, q) -> cosine` (the store's MiniLM embedder on short phrases): with
+it, a slot or a short segment worded with a synonym ("cutting"/"slicing an onion", "two kids"/"two children")
+is judged by meaning; without it the guard stays on the safe side (a different word is a different fact). It is
+called only when its answer can change the verdict. The word lists are in `guard_words`; the rules and the data
+that chose each constant are in docs/guard.md.
 """
 from __future__ import annotations
 
 import re
 import unicodedata
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from functools import lru_cache
+from typing import Callable
 
-__all__ = ["GuardVerdict", "changed_fact", "lexical_support", "is_duplicate", "SUPPORT_MIN"]
+from subcog_store.text.guard_words import (
+    ARTICLES, BE, BOUNDARY, LINKS, MARKERS, MONTHS, MOVABLE, NEGATORS, NUMBER_WORDS, OPPOSITES, PREPOSITIONS,
+    PRIVATIVE, PUNCTUATION, REPORTING, SEPARATORS, SOFT_NUMBER_WORDS, STOPWORDS, TIME, TIME_MODIFIERS, UNITS,
+    WEEKDAYS)
 
-SUPPORT_MIN = 0.6  # recommended lexical_support floor for a semantic duplicate (calibrated on MRPC train)
+__all__ = ["GuardVerdict", "PhraseSimilarity", "changed_fact", "lexical_support", "is_duplicate", "SUPPORT_MIN"]
+
+# cosine of two short phrases as the sentence model embeds them (each alone, unit vectors)
+PhraseSimilarity = Callable[[str, str], float]
+
+SUPPORT_MIN = 0.6   # lexical_support floor for a semantic duplicate (MRPC train)
+CLAUSE_RUN = 3      # this many consecutive content words the other text lacks = an added clause (MRPC train)
+SLOT_MAX = 3        # substitution: at most this many words swapped for a slot
+SLOT_CONTEXT = 4    # ... and at least this many words the same around it
+SYNONYM_MIN = 0.82  # phrase cosine (slot with one word of context each side) that makes a synonym (PAWS dev)
+SWAP_WORDS = 0      # neighbouring units of at most this many content words may trade places; 0: none (PAWS dev)
+SEGMENT_MAX = 4     # lexical_support compares differing segments of at most this many words as phrases
 
 
 @dataclass(frozen=True)
 class GuardVerdict:
     changed: bool        # True: the texts state different facts; must NOT be treated as duplicates
-    reason: str | None   # "number", "version", "unit", "date", "negation", "polarity", "participants"
+    reason: str | None   # "number", "version", "unit", "date", "negation", "polarity", "participants", "order",
+    #                      "substitution"
     detail: str          # human words, e.g. "5 minutes vs 10 minutes"
 
     def __bool__(self) -> bool:
@@ -31,109 +53,7 @@ class GuardVerdict:
 
 SAME = GuardVerdict(False, None, "")
 
-# ---------------------------------------------------------------- vocabulary
-
-STOPWORDS = frozenset("""
-a an the and or but if then else so as at by for from in into of on onto to with within via per than that this
-these those there here it its it's itself is are was were be been being am do does did done doing has have had
-having will would shall should can could may might must i me my we us our ours you your he him his she her they
-them their theirs what which who whom whose when where why how all any both each either few more most other some
-such only own same too very just also s t also again further once about above after against below between during
-before through under until up down out off over while because since though although whether not no nor never
-""".split())
-
-NEGATORS = frozenset("""
-not no never none nobody nothing nowhere neither nor cannot without n't unless unable
-dont doesnt didnt isnt arent wasnt werent cant couldnt wouldnt shouldnt wont hasnt havent hadnt mustnt
-""".split())
-# Verbs that negate what follows: "drop Python 3.8 support" = "Python 3.8 is no longer supported",
-# "declined to comment" = "would not comment". Counted like a negator.
-PRIVATIVE = frozenset("""
-fail fails failed failing refuse refuses refused refusing decline declines declined declining deny denies denied
-lack lacks lacked lacking disable disables disabled disabling deprecate deprecates deprecated drop drops dropped
-dropping remove removes removed removing stop stops stopped stopping avoid avoids avoided avoiding unsupported
-discontinue discontinued forbid forbids forbidden prohibit prohibited ban banned
-""".split())
-
-NUMBER_WORDS = {
-    "zero": 0, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
-    "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
-    "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50,
-    "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100, "thousand": 1000,
-    "dozen": 12, "half": 0.5, "once": 1, "twice": 2, "thrice": 3, "single": 1, "double": 2, "triple": 3,
-    "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8,
-    "ninth": 9, "tenth": 10,
-}
-# "one", "first", "second", "single", "once" are too often not numbers ("one of", "at first", "5 seconds");
-# they only count when the other text writes the same quantity.
-SOFT_NUMBER_WORDS = frozenset({"one", "first", "second", "single", "once", "double", "half"})
-
-UNITS = {  # surface form -> canonical unit
-    **dict.fromkeys(["ns", "nanosecond", "nanoseconds"], "ns"),
-    **dict.fromkeys(["us", "µs", "microsecond", "microseconds"], "us"),
-    **dict.fromkeys(["ms", "msec", "msecs", "millisecond", "milliseconds"], "ms"),
-    **dict.fromkeys(["s", "sec", "secs", "second", "seconds"], "second"),
-    **dict.fromkeys(["m", "min", "mins", "minute", "minutes"], "minute"),
-    **dict.fromkeys(["h", "hr", "hrs", "hour", "hours"], "hour"),
-    **dict.fromkeys(["d", "day", "days"], "day"),
-    **dict.fromkeys(["wk", "week", "weeks"], "week"),
-    **dict.fromkeys(["mo", "month", "months"], "month"),
-    **dict.fromkeys(["y", "yr", "yrs", "year", "years"], "year"),
-    **dict.fromkeys(["b", "byte", "bytes"], "byte"),
-    **dict.fromkeys(["kb", "kib", "kilobyte", "kilobytes", "k"], "kb"),
-    **dict.fromkeys(["mb", "mib", "megabyte", "megabytes"], "mb"),
-    **dict.fromkeys(["gb", "gib", "gigabyte", "gigabytes"], "gb"),
-    **dict.fromkeys(["tb", "tib", "terabyte", "terabytes"], "tb"),
-    **dict.fromkeys(["%", "percent", "pct", "per-cent"], "percent"),
-    **dict.fromkeys(["million", "mln", "mn"], "million"),
-    **dict.fromkeys(["billion", "bn", "bln"], "billion"),
-    **dict.fromkeys(["trillion", "tn"], "trillion"),
-    **dict.fromkeys(["cent", "cents"], "cent"),
-    **dict.fromkeys(["$", "dollar", "dollars", "usd"], "dollar"),
-    **dict.fromkeys(["€", "euro", "euros", "eur"], "euro"),
-    **dict.fromkeys(["£", "pound", "pounds", "gbp"], "pound"),
-    **dict.fromkeys(["x", "times"], "times"),
-    **dict.fromkeys(["px", "pixel", "pixels"], "px"),
-    **dict.fromkeys(["row", "rows"], "row"),
-    **dict.fromkeys(["thread", "threads"], "thread"),
-    **dict.fromkeys(["worker", "workers"], "worker"),
-    **dict.fromkeys(["retry", "retries", "attempt", "attempts"], "retry"),
-    **dict.fromkeys(["connection", "connections"], "connection"),
-    **dict.fromkeys(["request", "requests", "req"], "request"),
-    **dict.fromkeys(["mile", "miles", "mi"], "mile"),
-    **dict.fromkeys(["km", "kilometer", "kilometers", "kilometre", "kilometres"], "km"),
-    **dict.fromkeys(["point", "points", "pt", "pts"], "point"),
-    **dict.fromkeys(["share", "shares"], "share"),
-}
-
-MONTHS = {m: i for i, ms in enumerate([
-    ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
-    ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"),
-    ("november", "nov"), ("december", "dec")], start=1) for m in ms}
-WEEKDAYS = {d: i for i, ds in enumerate([
-    ("monday", "mon"), ("tuesday", "tue", "tues"), ("wednesday", "wed"), ("thursday", "thu", "thur", "thurs"),
-    ("friday", "fri"), ("saturday", "sat"), ("sunday", "sun")]) for d in ds}
-
-# Opposite pairs: one side in a text and only the other side in the other text is a polarity change.
-OPPOSITES = [
-    ("always", "never"), ("enable", "disable"), ("enabled", "disabled"), ("allow", "deny"), ("allow", "forbid"),
-    ("allow", "block"), ("allowed", "forbidden"), ("accept", "reject"), ("include", "exclude"),
-    ("add", "remove"), ("added", "removed"), ("true", "false"), ("on", "off"), ("before", "after"),
-    ("increase", "decrease"), ("increased", "decreased"), ("raise", "lower"), ("rose", "fell"),
-    ("up", "down"), ("gain", "loss"), ("gained", "lost"), ("higher", "lower"), ("more", "less"),
-    ("more", "fewer"), ("above", "below"), ("minimum", "maximum"), ("min", "max"), ("sync", "async"),
-    ("synchronous", "asynchronous"), ("public", "private"), ("required", "optional"), ("mandatory", "optional"),
-    ("success", "failure"), ("succeeded", "failed"), ("pass", "fail"), ("passed", "failed"),
-    ("valid", "invalid"), ("supported", "unsupported"), ("safe", "unsafe"), ("start", "stop"),
-    ("lock", "unlock"), ("encrypted", "unencrypted"), ("blocking", "non-blocking"), ("inside", "outside"),
-    ("first", "last"), ("earliest", "latest"), ("oldest", "newest"), ("ascending", "descending"),
-    ("asc", "desc"), ("read", "write"), ("input", "output"), ("server", "client"), ("upstream", "downstream"),
-    ("import", "export"), ("upload", "download"), ("push", "pull"), ("open", "close"), ("opened", "closed"),
-    ("win", "lose"), ("won", "lost"), ("buy", "sell"), ("bought", "sold"), ("positive", "negative"),
-    ("strict", "lenient"), ("deprecated", "recommended"), ("prefer", "avoid"), ("keep", "drop"),
-    ("left", "right"), ("north", "south"), ("east", "west"),
-]
-_OPPOSITE = {}
+_OPPOSITE: dict[str, set[str]] = {}
 for _x, _y in OPPOSITES:
     _OPPOSITE.setdefault(_x, set()).add(_y)
     _OPPOSITE.setdefault(_y, set()).add(_x)
@@ -162,31 +82,23 @@ def normalize(text: str) -> str:
     return _TENS.sub(lambda m: str(NUMBER_WORDS[m.group(1)] + _ONES[m.group(2)]), text)
 
 
-def _split_token(tok: str) -> list[str]:
+@lru_cache(maxsize=16384)
+def _split_token(tok: str) -> tuple[str, ...]:
     """Split n't, possessives and hyphen/slash compounds that are not numbers or identifiers."""
-    out: list[str] = []
     tok = tok.strip(".'-/+")
     if not tok:
-        return out
+        return ()
     if tok.endswith("n't"):
-        stem = tok[:-3]
-        if stem in ("ca", "wo", "sha"):
-            stem = {"ca": "can", "wo": "will", "sha": "shall"}[stem]
-        if stem:
-            out.append(stem)
-        out.append("n't")
-        return out
+        stem = {"ca": "can", "wo": "will", "sha": "shall"}.get(tok[:-3], tok[:-3])
+        return (stem, "n't") if stem else ("n't",)
     if tok.endswith("'s") or tok.endswith("s'"):
         tok = tok[:-2] if tok.endswith("'s") else tok[:-1]
     for cont, full in (("'re", "are"), ("'ve", "have"), ("'ll", "will"), ("'d", "would"), ("'m", "am")):
         if tok.endswith(cont):
-            return [tok[:-len(cont)], full]
+            return (tok[:-len(cont)], full)
     if any(c.isdigit() for c in tok) or "_" in tok or "." in tok.rstrip("."):
-        return [tok]
-    for part in re.split(r"[-/]", tok):
-        if part:
-            out.append(part.strip("'"))
-    return [p for p in out if p]
+        return (tok,)
+    return tuple(p for p in (part.strip("'") for part in re.split(r"[-/]", tok)) if p)
 
 
 @lru_cache(maxsize=4096)
@@ -198,8 +110,9 @@ def tokens(text: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+@lru_cache(maxsize=16384)
 def _stem(word: str) -> str:
-    """A light suffix stripper: enough to match plurals and simple verb forms."""
+    """A light suffix stripper: enough to match plurals and simple verb forms (dance/dancing, share/shares)."""
     if len(word) <= 3 or any(c.isdigit() for c in word):
         return word
     for suffix, repl, min_len in (("ies", "y", 4), ("ied", "y", 4), ("sses", "ss", 4), ("ness", "", 5),
@@ -208,8 +121,9 @@ def _stem(word: str) -> str:
         if word.endswith(suffix) and len(word) - len(suffix) + len(repl) >= min_len - 1:
             if suffix == "s" and word.endswith(("ss", "us", "is")):
                 continue
-            return word[: len(word) - len(suffix)] + repl
-    return word
+            word = word[: len(word) - len(suffix)] + repl
+            break
+    return word[:-1] if len(word) >= 5 and word.endswith("e") else word
 
 
 # ---------------------------------------------------------------- facts: numbers, units, dates
@@ -298,16 +212,19 @@ def _number_check(ta: tuple[str, ...], tb: tuple[str, ...]) -> GuardVerdict:
         sa = ", ".join(_say(q) for q in qa if q.value in only_a) or "no number"
         sb = ", ".join(_say(q) for q in qb if q.value in only_b) or "no number"
         return GuardVerdict(True, reason, f"{sa} vs {sb}")
-    # same numbers: do they carry the same units?
-    units_a = {}
-    for q in qa:
-        if q.unit:
-            units_a.setdefault(q.value, set()).add(q.unit)
-    for q in qb:
-        ua = units_a.get(q.value)
-        if q.unit and ua and q.unit not in ua:
-            wa = next(_say(x) for x in qa if x.value == q.value and x.unit)
-            return GuardVerdict(True, "unit", f"{wa} vs {_say(q)}")
+    # same numbers: do they carry the same units? (neither text's units of a value contain the other's)
+    units_a: dict[str, set[str]] = {}
+    units_b: dict[str, set[str]] = {}
+    for qs, units in ((qa, units_a), (qb, units_b)):
+        for q in qs:
+            if q.unit:
+                units.setdefault(q.value, set()).add(q.unit)
+    for value in sorted(units_a.keys() & units_b.keys()):
+        ua, ub = units_a[value], units_b[value]
+        if not ua <= ub and not ub <= ua:
+            wa = next(_say(x) for x in qa if x.value == value and x.unit and x.unit not in ub)
+            wb = next(_say(x) for x in qb if x.value == value and x.unit and x.unit not in ua)
+            return GuardVerdict(True, "unit", f"{wa} vs {wb}")
     return SAME
 
 
@@ -356,33 +273,283 @@ def _polarity_check(ta: tuple[str, ...], tb: tuple[str, ...]) -> GuardVerdict:
     return SAME
 
 
-# ---------------------------------------------------------------- participants
+# ---------------------------------------------------------------- who did what to whom: word order
 
-_ARTICLES = frozenset({"the", "a", "an"})
-_REPORTING = frozenset({"said", "says", "say", "told", "tells", "added", "according", "reported", "stated", "wrote"})
-_SYMMETRIC = frozenset({"and", "or", "nor", "&", "with", "vs", "versus", "plus", "as", "well", "both"})
+_ORDER_TOKEN = re.compile(r"[$€£%]|[^\W_][\w.'/+#-]*[\w%]|[^\W_]|[,;:()\[\]]", re.UNICODE)
+_Block = tuple[int, int, int, int]  # start in a, start in b, end in a, end in b
 
 
-def _participants_check(ta: tuple[str, ...], tb: tuple[str, ...]) -> GuardVerdict:
-    """Two named things that trade places around the same words: "A calls B" / "B calls A"."""
-    ca = [t for t in ta if t not in STOPWORDS and not _NUM.match(t)]
-    cb = [t for t in tb if t not in STOPWORDS and not _NUM.match(t)]
-    shared = [w for w in dict.fromkeys(ca) if ca.count(w) == 1 and cb.count(w) == 1]
-    if len(shared) < 2:
+@lru_cache(maxsize=4096)
+def _order_tokens(text: str) -> tuple[str, ...]:
+    """`tokens` plus the punctuation that delimits phrases; a hyphenated word stays one word (anthrax-laced)."""
+    out: list[str] = []
+    for raw in _ORDER_TOKEN.findall(normalize(text)):
+        if raw in PUNCTUATION:
+            out.append(raw)
+        elif "-" in raw.strip("-") and not any(c.isdigit() for c in raw):
+            out.append(raw.strip("-'"))
+        else:
+            out.extend(_split_token(raw))
+    return tuple(out)
+
+
+def _is_content(tok: str) -> bool:
+    return tok not in STOPWORDS and tok not in PUNCTUATION
+
+
+def _blocks(a: tuple[str, ...], b: tuple[str, ...]) -> list[_Block]:
+    """Align the two texts into blocks of the same words (greedy string tiling, longest first).
+
+    A match that stops at a difference gives its trailing function words to what follows ("born in | Boston"),
+    so that "in Boston" and "in 1923" are units that can trade places. Function words left over are paired by
+    occurrence; blocks that follow each other in both texts are joined.
+    """
+    ka = [_stem(t) if _is_content(t) else t for t in a]
+    kb = [_stem(t) if _is_content(t) else t for t in b]
+    n, m = len(a), len(b)
+    used_a, used_b = [False] * n, [False] * m
+    where: dict[str, list[int]] = {}
+    for j, k in enumerate(kb):
+        where.setdefault(k, []).append(j)
+    tiles: list[tuple[int, int, int]] = []
+    anchors = [(i, j) for i in range(n) if _is_content(a[i]) for j in where.get(ka[i], ())]
+    while anchors:
+        best: tuple[tuple[int, float], int, int, int] | None = None
+        for i0, j0 in anchors:  # every run of equal words through a pair of equal content words
+            i, j = i0, j0
+            while i and j and not used_a[i - 1] and not used_b[j - 1] and ka[i - 1] == kb[j - 1]:
+                i, j = i - 1, j - 1
+            end = i0 + 1
+            while (end < n and end - i + j < m and not used_a[end] and not used_b[end - i + j]
+                   and ka[end] == kb[end - i + j]):
+                end += 1
+            length = end - i
+            if end < n and end - i + j < m:
+                while not _is_content(a[i + length - 1]) and a[i + length - 1] not in PUNCTUATION:
+                    length -= 1  # stops at a content word at the latest: the anchor
+            score = (length + sum(_is_content(t) for t in a[i:i + length]), -abs(i / n - j / m))
+            if best is None or score > best[0]:
+                best = (score, i, j, length)
+        assert best is not None
+        _, i, j, length = best
+        for d in range(length):
+            used_a[i + d] = used_b[j + d] = True
+        tiles.append((i, j, length))
+        anchors = [(i, j) for i, j in anchors if not used_a[i] and not used_b[j]]
+    spare: dict[str, list[int]] = {}
+    for j in range(m):
+        if not used_b[j]:
+            spare.setdefault(kb[j], []).append(j)
+    for i in range(n):
+        if not used_a[i] and spare.get(ka[i]):
+            j = spare[ka[i]].pop(0)
+            used_a[i] = used_b[j] = True
+            tiles.append((i, j, 1))
+    tiles.sort()
+    blocks: list[_Block] = []
+    for i, j, length in tiles:
+        if blocks and _gap(a, used_a, blocks[-1][2], i) and _gap(b, used_b, blocks[-1][3], j):
+            blocks[-1] = (blocks[-1][0], blocks[-1][1], i + length, j + length)
+        else:
+            blocks.append((i, j, i + length, j + length))
+    return blocks
+
+
+def _gap(seq: tuple[str, ...], aligned: list[bool], start: int, end: int) -> bool:
+    """Nothing between start and end but unaligned articles."""
+    return start <= end and all(not aligned[p] and seq[p] in ARTICLES for p in range(start, end))
+
+
+def _self_contained(seq: tuple[str, ...], start: int, end: int) -> bool:
+    """A unit that carries its own role wherever it stands: it starts with a preposition, conjunction or
+    subordinator, is an adverb or a time word or attribution, or stands between punctuation (a clause, a list
+    item)."""
+    while start < end and (seq[start] in BOUNDARY or seq[start] in LINKS):
+        start += 1
+    while end > start and (seq[end - 1] in BOUNDARY or seq[end - 1] in LINKS):
+        end -= 1
+    if start == end or seq[start] in MARKERS:
+        return True
+    if _adverbial(seq[start:end]):
+        return True
+    before = seq[start - 1] if start else ","
+    after = seq[end] if end < len(seq) else ","
+    return (before in BOUNDARY or before in LINKS) and (after in BOUNDARY or after in LINKS)
+
+
+def _adverbial(words: tuple[str, ...]) -> bool:
+    """Only adverbs, time words or attribution: "last month", "on Saturday", "yesterday", "quickly"."""
+    content = [t for t in words if _is_content(t)]
+    dated = any(t in MONTHS or t in WEEKDAYS for t in content)
+    return any(t not in TIME_MODIFIERS for t in content) and all(
+        t in MOVABLE or t in TIME or t in TIME_MODIFIERS or t in MONTHS or t in WEEKDAYS or t in REPORTING
+        or t.endswith("ly") or (dated and _NUM.match(t)) for t in content)
+
+
+def _attribution(seq: tuple[str, ...], start: int, end: int) -> bool:
+    """The block is, or stands next to, a reporting verb: "X said" / "said X"."""
+    return any(t in REPORTING for t in seq[max(0, start - 1): end + 1])
+
+
+def _order_check(older: str, newer: str) -> GuardVerdict:
+    """Who did what to whom, and which came first: "Sullivan defeated Denny" / "Denny defeated Sullivan",
+    "from MySQL to Postgres" / "from Postgres to MySQL", "recorded in 2005 and published in 2006" / the years
+    swapped. Moving a unit that carries its own role ("In 1876, he moved ..." / "He moved ... in 1876", "to
+    New York from Chapel Hill" / "from Chapel Hill to New York"), reordering a list or moving attribution is not
+    a change."""
+    a, b = _order_tokens(older), _order_tokens(newer)
+    blocks = _blocks(a, b)
+    k = len(blocks)
+    if k < 2:
         return SAME
-    ia = {w: ta.index(w) for w in shared}
-    ib = {w: tb.index(w) for w in shared}
-    for x in shared:
-        if x in _REPORTING:
+    rank_b = [0] * k
+    for r, x in enumerate(sorted(range(k), key=lambda x: blocks[x][1])):
+        rank_b[x] = r
+    if rank_b == list(range(k)):
+        return _role_check(a, b, blocks)
+    aligned_a, aligned_b = [False] * len(a), [False] * len(b)
+    for sa, sb, ea, eb in blocks:
+        aligned_a[sa:ea] = [True] * (ea - sa)
+        aligned_b[sb:eb] = [True] * (eb - sb)
+    words = [a[sa:ea] for sa, _, ea, _ in blocks]
+    content = [sum(map(_is_content, w)) for w in words]
+
+    order_b = sorted(range(k), key=rank_b.__getitem__)
+    attribution = [any(t in REPORTING for t in w) for w in words]
+    # the agent of a passive ("investigated by two agencies" / "two agencies investigate")
+    agent = [(sa and not aligned_a[sa - 1] and a[sa - 1] == "by")
+             or (sb and not aligned_b[sb - 1] and b[sb - 1] == "by") for sa, sb, _, _ in blocks]
+
+    def neighbours(order: list[int], seq: tuple[str, ...], aligned: list[bool], side: int
+                   ) -> tuple[dict[int, int], set[int], set[tuple[int, int]]]:
+        """Block -> the block right after it in one text, when no content word of this text only stands between
+        (nor a be-form or "by" of this text only: the passive voice); the blocks whose link to the next one is
+        tight (nothing of this text only between but articles and punctuation); and the pairs side by side."""
+        out, tight, beside = {}, set(), set()
+        for u, v in zip(order, order[1:]):
+            end, start = blocks[u][side + 2], blocks[v][side]
+            loose = [t for i, t in enumerate(seq[end:start]) if not aligned[end + i]]
+            if not any(map(_is_content, loose)):
+                beside.update({(u, v), (v, u)})
+                if not any(t in BE or t == "by" for t in loose):
+                    out[u] = v
+                    if all(t in ARTICLES or t in BOUNDARY for t in loose):
+                        tight.add(u)
+        return out, tight, beside
+
+    (next_a, tight_a, beside_a), (next_b, tight_b, beside_b) = neighbours(list(range(k)), a, aligned_a, 0), \
+        neighbours(order_b, b, aligned_b, 1)
+    prev_a, prev_b = {v: u for u, v in next_a.items()}, {v: u for u, v in next_b.items()}
+
+    def listed(seq: tuple[str, ...], x: tuple[int, int], y: tuple[int, int]) -> bool:
+        """Between the end of x and the start of y only separators, articles and other list items: "A, B and C"."""
+        if not (x[1] < y[0] and seq[x[1]] in SEPARATORS and seq[y[0] - 1] in SEPARATORS):
+            return False
+        p = x[1]
+        while p < y[0]:
+            if seq[p] in SEPARATORS or seq[p] in ARTICLES:
+                p += 1
+                continue
+            q = p
+            while q < y[0] and seq[q] not in SEPARATORS:
+                q += 1
+            if seq[q - 1] in PREPOSITIONS or seq[p] in MARKERS:
+                return False  # "and died in": a clause, not an item
+            p = q
+        return True
+
+    # a unit led by a preposition or subordinator that opens one of the texts ("For the billing service we
+    # chose ..." / "We chose ... for the billing service"): its trades are loose evidence only
+    fronted = [words[x][0] in MARKERS and words[x][0] not in SEPARATORS and 0 in (sa, sb)
+               for x, (sa, sb, _, _) in enumerate(blocks)]
+
+    def traded(x: int | None, y: int | None) -> bool:
+        """x and y are different units with content that swapped order, not simply with each other, nor as items
+        of one list, nor as the agent of a passive."""
+        if (x is None or y is None or x == y or not content[x] or not content[y] or attribution[x] or attribution[y]
+                or agent[x] or agent[y] or (x < y) == (rank_b[x] < rank_b[y])):
+            return False
+        if (x, y) in beside_a and (x, y) in beside_b:
+            return False
+        u, v = min(x, y), max(x, y)
+        return not (listed(a, (blocks[u][0], blocks[u][2]), (blocks[v][0], blocks[v][2]))
+                    and listed(b, (blocks[v][1], blocks[v][3]), (blocks[u][1], blocks[u][3])))
+
+    # 1. units hand their neighbours over: "Sullivan [defeated] Denny" / "Denny [defeated] Sullivan", "[born in]
+    #    Brooklyn ... [died in] Tiburon" / swapped. A tight link (same words at the junction in both texts) or
+    #    two named units trading places is evidence enough; a loose one (a rewording at the junction, or a
+    #    phrase moved to the front) needs a second one for the same two units;
+    #    a pivot of function words only ("from X [to] Y") counts when it trades on both of its sides.
+    seen: dict[tuple[int, int], list[str]] = {}
+    names = _names(older) | _names(newer)
+    for c in range(k):
+        if attribution[c] or (not content[c] and not any(t in PREPOSITIONS or t in "()" for t in words[c])):
             continue
-        for y in shared:
-            if ia[x] < ia[y] and ib[y] < ib[x] and ia[y] - ia[x] <= 6:
-                seg_a = [t for t in ta[ia[x] + 1: ia[y]] if t not in _ARTICLES]
-                seg_b = [t for t in tb[ib[y] + 1: ib[x]] if t not in _ARTICLES]
-                if (seg_a and seg_a == seg_b and y not in _REPORTING
-                        and not _SYMMETRIC.intersection(seg_a) and not _REPORTING.intersection(seg_a)):
-                    link = " ".join(seg_a)
-                    return GuardVerdict(True, "participants", f"{x} {link} {y} vs {y} {link} {x}")
+        if words[c][0] in SEPARATORS and words[c][-1] in SEPARATORS:
+            continue  # ", B and": the other items of a list
+        trades = [(x, y, side) for x, y, side in ((prev_a.get(c), prev_b.get(c), 0), (next_a.get(c), next_b.get(c), 1))
+                  if traded(x, y)]
+        if not content[c] and len(trades) < 2:
+            continue
+        for x, y, side in trades:
+            pair = (min(x, y), max(x, y))
+            near = " ".join(words[c][:3] if side == 0 else words[c][-3:])
+            wx, wy = (" ".join(words[x][-4:]), " ".join(words[y][-4:])) if side == 0 else \
+                (" ".join(words[x][:4]), " ".join(words[y][:4]))
+            seen.setdefault(pair, []).append(f"{wx} {near} vs {wy} {near}" if side == 0 else
+                                             f"{near} {wx} vs {near} {wy}")
+            tight = (x in tight_a and y in tight_b) if side == 0 else (c in tight_a and c in tight_b)
+            named = bool(names.intersection(words[x])) and bool(names.intersection(words[y]))
+            if (tight or named) and content[c] and not fronted[x] and not fronted[y]:
+                seen[pair].append("")
+            if len(seen[pair]) >= 2:
+                return GuardVerdict(True, "participants", seen[pair][0])
+    # 2. two bare units in the other order, among words that are the same in both texts: "Nine episodes ordered
+    #    were broadcast" / "Nine broadcast episodes were ordered". Not when one of them carries its own role
+    #    (a phrase led by a preposition, an adverbial, attribution, a passive verb), when the two are items of
+    #    one list, nor across a rewording.
+    free = [_self_contained(a, sa, ea) or _self_contained(b, sb, eb) or _attribution(a, sa, ea)
+            or _attribution(b, sb, eb)
+            or (sa and not aligned_a[sa - 1] and a[sa - 1] in BE) or (sb and not aligned_b[sb - 1] and b[sb - 1] in BE)
+            for sa, sb, ea, eb in blocks]
+
+    def reworded(seq: tuple[str, ...], aligned: list[bool], start: int, end: int) -> bool:
+        return any(not aligned[p] and seq[p] not in ARTICLES and seq[p] not in BOUNDARY for p in range(start, end))
+
+    for x in range(k):
+        if not content[x] or free[x]:
+            continue
+        for y in range(x + 1, k):
+            if (rank_b[y] > rank_b[x] or not content[y] or free[y]
+                    or (y == x + 1 and rank_b[x] == rank_b[y] + 1 and max(content[x], content[y]) <= SWAP_WORDS)
+                    or reworded(a, aligned_a, blocks[x][0], blocks[y][2])
+                    or reworded(b, aligned_b, blocks[y][1], blocks[x][3])
+                    or (listed(a, blocks[x][0:3:2], blocks[y][0:3:2])
+                        and listed(b, blocks[y][1:4:2], blocks[x][1:4:2]))):
+                continue
+            return GuardVerdict(True, "order", f"{' '.join(words[x])} / {' '.join(words[y])} in the other order")
+    return _role_check(a, b, blocks)
+
+
+def _role_check(a: tuple[str, ...], b: tuple[str, ...], blocks: list[_Block]) -> GuardVerdict:
+    """3. a bare unit after another preposition, both prepositions being in both texts: "from X to Y" /
+    "to X from Y"."""
+    aligned_a, aligned_b = [False] * len(a), [False] * len(b)
+    for sa, sb, ea, eb in blocks:
+        aligned_a[sa:ea] = [True] * (ea - sa)
+        aligned_b[sb:eb] = [True] * (eb - sb)
+
+    def governor(seq: tuple[str, ...], aligned: list[bool], p: int) -> str | None:
+        p -= 1
+        while p >= 0 and seq[p] in ARTICLES:
+            p -= 1
+        return seq[p] if p >= 0 and aligned[p] and seq[p] in PREPOSITIONS else None
+
+    for sa, sb, _, _ in blocks:
+        if _is_content(a[sa]):
+            ga, gb = governor(a, aligned_a, sa), governor(b, aligned_b, sb)
+            if ga and gb and ga != gb:
+                return GuardVerdict(True, "participants", f"{ga} {a[sa]} vs {gb} {a[sa]}")
     return SAME
 
 
@@ -394,15 +561,15 @@ said says say saying told tell tells added adding according stated reported mr m
 later still already just really yet however meanwhile
 decide decided decides deciding decision choose chose chosen chooses picked opt opted use used uses using
 """.split())
-CLAUSE_RUN = 3  # this many consecutive content words the other text lacks = an added clause
 
 
-def _content(toks: tuple[str, ...]) -> list[str]:
+def _content(toks: tuple[str, ...]) -> list[tuple[int, str]]:
+    """(token index, content word): stop words, negators, numbers and filler left out."""
     out = []
-    for tok in toks:
+    for i, tok in enumerate(toks):
         # "85-mph", "49-year-old": the words of a compound with numbers (the numbers are the number check's job)
         parts = re.split(r"[-/]", tok) if "-" in tok or "/" in tok else (tok,)
-        out.extend(t for t in parts if t not in STOPWORDS and t not in NEGATORS and t not in _TRANSPARENT
+        out.extend((i, t) for t in parts if t not in STOPWORDS and t not in NEGATORS and t not in _TRANSPARENT
                    and len(t) > 1 and not _NUM.match(t))
     return out
 
@@ -417,74 +584,138 @@ def _covered(word: str, other: set[str], other_stems: set[str]) -> bool:
     return False
 
 
-@dataclass(frozen=True)
-class _Coverage:
-    share: float          # length-weighted share of the content words found in the other text
-    missing: list[str]    # content words the other text lacks
-    run: list[str]        # the longest run of consecutive missing content words
+def _coverage(ca: list[tuple[int, str]], cb: list[tuple[int, str]]) -> list[bool]:
+    """For each content word of one text: does the other text have it (exact, stem or prefix)?"""
+    other = {w for _, w in cb}
+    stems = {_stem(w) for w in other}
+    return [_covered(w, other, stems) for _, w in ca]
 
 
-def _coverage(ta: tuple[str, ...], tb: tuple[str, ...]) -> _Coverage:
-    ca = _content(ta)
-    cb = set(_content(tb))
-    stems = {_stem(w) for w in cb}
-    missing: list[str] = []
-    run: list[str] = []
-    best: list[str] = []
-    covered_len = 0
-    for w in ca:
-        if _covered(w, cb, stems):
-            covered_len += len(w)
-            run = []
-        else:
-            missing.append(w)
-            run = run + [w]
-            if len(run) > len(best):
-                best = run
-    total = sum(map(len, ca))
-    return _Coverage(covered_len / total if total else 1.0, missing, best)
+def _share(words: list[tuple[int, str]], covered: list[bool]) -> tuple[float, int]:
+    """Length-weighted covered share, and the longest run of consecutive uncovered words."""
+    total = sum(len(w) for _, w in words)
+    got = sum(len(w) for (_, w), c in zip(words, covered) if c)
+    run = longest = 0
+    for c in covered:
+        run = 0 if c else run + 1
+        longest = max(longest, run)
+    return (got / total if total else 1.0), longest
 
 
-def lexical_support(a: str, b: str) -> float:
+def _support(ca: list[tuple[int, str]], fa: list[bool], cb: list[tuple[int, str]], fb: list[bool]) -> float:
+    (sa, ra), (sb, rb) = _share(ca, fa), _share(cb, fb)
+    support = min(sa, sb)
+    return min(support, 0.5) if max(ra, rb) >= CLAUSE_RUN else support
+
+
+def lexical_support(a: str, b: str, phrase_similarity: PhraseSimilarity | None = None) -> float:
     """0..1, symmetric: how much of each text's content the other one covers.
 
     The smaller of the two length-weighted shares of content words (stop words, attribution such as "said",
     and numbers left out; plurals, verb forms and prefixes like postgres/postgresql match). A run of
     CLAUSE_RUN or more consecutive content words missing from the other text (an added clause: "... and was
-    also filmed by Fox") caps the support at 0.5. Recommended floor for a duplicate: SUPPORT_MIN.
+    also filmed by Fox") caps the support at 0.5. With `phrase_similarity`, a differing segment of at most
+    SEGMENT_MAX words that the model rates a synonym of its counterpart ("rate" / "level" in "obesity rate" /
+    "obesity level") counts as covered; the model is asked only while the answer can lift the support to
+    SUPPORT_MIN. Recommended floor for a duplicate: SUPPORT_MIN.
     """
     ta, tb = tokens(a), tokens(b)
-    ca, cb = _coverage(ta, tb), _coverage(tb, ta)
-    support = min(ca.share, cb.share)
-    if max(len(ca.run), len(cb.run)) >= CLAUSE_RUN:
-        support = min(support, 0.5)
+    if tb < ta:
+        ta, tb, a, b = tb, ta, b, a
+    ca, cb = _content(ta), _content(tb)
+    fa, fb = _coverage(ca, cb), _coverage(cb, ca)
+    support = _support(ca, fa, cb, fb)
+    if phrase_similarity is None or support >= SUPPORT_MIN:
+        return support
+    names = _names(a) | _names(b)
+    candidates = []
+    for op, i1, i2, j1, j2 in SequenceMatcher(None, ta, tb, autojunk=False).get_opcodes():
+        ia = [x for x, (i, _) in enumerate(ca) if i1 <= i < i2]
+        ib = [x for x, (j, _) in enumerate(cb) if j1 <= j < j2]
+        if (op == "replace" and ia and ib and i2 - i1 <= SEGMENT_MAX and j2 - j1 <= SEGMENT_MAX
+                and not (all(fa[x] for x in ia) and all(fb[x] for x in ib))
+                and not names.intersection(ta[i1:i2] + tb[j1:j2])):
+            gain = sum(len(ca[x][1]) for x in ia if not fa[x]) + sum(len(cb[x][1]) for x in ib if not fb[x])
+            candidates.append((-gain, i1, i2, j1, j2, ia, ib))
+    if not candidates:
+        return support
+    up_a, up_b = list(fa), list(fb)
+    for *_, ia, ib in candidates:
+        for x in ia:
+            up_a[x] = True
+        for x in ib:
+            up_b[x] = True
+    if _support(ca, up_a, cb, up_b) < SUPPORT_MIN:
+        return support  # even all of them would not make it: spare the model
+    for _, i1, i2, j1, j2, ia, ib in sorted(candidates):
+        if _synonym(phrase_similarity, _phrase(ta, i1, i2), _phrase(tb, j1, j2)):
+            for x in ia:
+                fa[x] = True
+            for x in ib:
+                fb[x] = True
+            support = _support(ca, fa, cb, fb)
+            if support >= SUPPORT_MIN:
+                break
     return support
 
 
-# ---------------------------------------------------------------- substitution
+# ---------------------------------------------------------------- substitution and synonyms
 
-SLOT_MAX = 3       # at most this many words swapped for a slot
-SLOT_CONTEXT = 4   # and at least this many words the same around it
+_NAME_WORD = re.compile(r"[^\W_][\w.'+#-]*|[.!?:\"(]", re.UNICODE)
 
 
-def _substitution_check(ta: tuple[str, ...], tb: tuple[str, ...]) -> GuardVerdict:
+@lru_cache(maxsize=4096)
+def _names(text: str) -> frozenset[str]:
+    """Words written like names or identifiers (Capitalised inside a sentence, ALLCAPS, camelCase, with digits
+    or underscores), normalised: another name in a slot is another fact, however close the model rates it."""
+    out: set[str] = set()
+    start = True
+    for raw in _NAME_WORD.findall(unicodedata.normalize("NFKC", text)):
+        if raw in '.!?:"(':
+            start = True
+            continue
+        word = raw.strip(".'-")
+        if word and (any(c.isdigit() or c == "_" for c in word) or re.search(r"[a-z][A-Z]", word)
+                     or (len(word) > 1 and word.isupper()) or (word[0].isupper() and not start)):
+            out.update(_split_token(word.casefold()))
+        start = False
+    return frozenset(out)
+
+
+def _phrase(toks: tuple[str, ...], i: int, j: int) -> str:
+    """A slot with one word of context on each side: what the model compares ("is slicing an")."""
+    return " ".join(toks[max(0, i - 1): j + 1])
+
+
+def _synonym(phrase_similarity: PhraseSimilarity, p: str, q: str) -> bool:
+    """The model rates the two phrases synonyms; a model that fails answers "no" (the safe side)."""
+    try:
+        return float(phrase_similarity(p, q)) >= SYNONYM_MIN
+    except Exception:  # noqa: BLE001 - any failure of the model must leave the verdict on the safe side
+        return False
+
+
+def _substitution_check(ta: tuple[str, ...], tb: tuple[str, ...], names: frozenset[str],
+                        phrase_similarity: PhraseSimilarity | None) -> GuardVerdict:
     """The same sentence with one slot filled differently: "pool for DuckDB in sync" / "... in auth",
     "as CSV" / "as Protobuf", "flag sync_v3" / "flag sync_v5". Another name in the same place is another fact;
-    a reworded sentence differs in more places than one."""
-    from difflib import SequenceMatcher
-
+    a synonym is not ("two children" / "two kids"), when the model says so and the slot holds no name.
+    A reworded sentence differs in more places than one."""
     ops = [op for op in SequenceMatcher(None, ta, tb, autojunk=False).get_opcodes() if op[0] != "equal"]
     if len(ops) != 1 or ops[0][0] != "replace":
         return SAME
     _, i1, i2, j1, j2 = ops[0]
     if i2 - i1 > SLOT_MAX or j2 - j1 > SLOT_MAX or len(ta) - (i2 - i1) < SLOT_CONTEXT:
         return SAME
-    words_a, words_b = _content(ta[i1:i2]), _content(tb[j1:j2])
+    words_a, words_b = [w for _, w in _content(ta[i1:i2])], [w for _, w in _content(tb[j1:j2])]
     if not words_a or not words_b:
         return SAME
     set_a, set_b = set(words_a), set(words_b)
     stems_a, stems_b = {_stem(w) for w in set_a}, {_stem(w) for w in set_b}
     if any(_covered(w, set_b, stems_b) for w in words_a) or any(_covered(w, set_a, stems_a) for w in words_b):
+        return SAME
+    if (phrase_similarity is not None and not names.intersection(ta[i1:i2] + tb[j1:j2])
+            and _synonym(phrase_similarity, _phrase(ta, i1, i2), _phrase(tb, j1, j2))):
         return SAME
     return GuardVerdict(True, "substitution", f"{' '.join(ta[i1:i2])} vs {' '.join(tb[j1:j2])}")
 
@@ -492,23 +723,30 @@ def _substitution_check(ta: tuple[str, ...], tb: tuple[str, ...]) -> GuardVerdic
 # ---------------------------------------------------------------- the guard
 
 
+def _flip(verdict: GuardVerdict) -> GuardVerdict:
+    left, sep, right = verdict.detail.partition(" vs ")
+    return GuardVerdict(True, verdict.reason, f"{right} vs {left}") if sep else verdict
 
-def changed_fact(older: str, newer: str) -> GuardVerdict:
+
+def changed_fact(older: str, newer: str, phrase_similarity: PhraseSimilarity | None = None) -> GuardVerdict:
     """Whether `newer` states a different fact than `older` (a veto on treating them as duplicates)."""
     if normalize(older) == normalize(newer):
         return SAME
     ta, tb = tokens(older), tokens(newer)
-    if ta == tb:
-        return SAME
-    for check in (_number_check, _date_check, _polarity_check, _participants_check, _substitution_check):
+    for check in (_number_check, _date_check, _polarity_check):
         verdict = check(ta, tb)
         if verdict.changed:
             return verdict
-    return SAME
+    flip = tb < ta  # the order and slot checks run on a canonical order: symmetric by construction
+    x, y = (newer, older) if flip else (older, newer)
+    verdict = _order_check(x, y)
+    if not verdict.changed and ta != tb:
+        verdict = _substitution_check(tokens(x), tokens(y), _names(x) | _names(y), phrase_similarity)
+    return _flip(verdict) if verdict.changed and flip else verdict
 
 
-def is_duplicate(older: str, newer: str, cosine: float, threshold: float = 0.90,
-                 support_min: float = SUPPORT_MIN) -> bool:
+def is_duplicate(older: str, newer: str, cosine: float, threshold: float = 0.90, support_min: float = SUPPORT_MIN,
+                 phrase_similarity: PhraseSimilarity | None = None) -> bool:
     """The full semantic-tier rule: cosine high enough, no changed fact, enough shared content."""
-    return (cosine >= threshold and not changed_fact(older, newer).changed
-            and lexical_support(older, newer) >= support_min)
+    return (cosine >= threshold and not changed_fact(older, newer, phrase_similarity).changed
+            and lexical_support(older, newer, phrase_similarity) >= support_min)
