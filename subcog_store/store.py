@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from subcog_store.dedup.in_batch import Outcome
+    from subcog_store.recall.search import SearchResult
     from subcog_store.dedup.policies import Plan
     from subcog_store.model.embedder import Embedder
 
@@ -112,6 +113,11 @@ class Store:
             log.warning("semantic tier off, using the text tier instead: %s", self._embedder_error)
             return None
         return self._embedder
+
+    @property
+    def model_loaded(self) -> bool:
+        """The model is loaded in this process (a hook uses it then, and never loads it just for recall)."""
+        return self._embedder is not None and self._embedder.loaded
 
     @property
     def embedder_error(self) -> str | None:
@@ -346,6 +352,28 @@ class Store:
         params = {"namespace": canonical_namespace(namespace) if namespace else None, "domain": domain,
                   "status": status, "limit": limit}
         return [Memory.from_row(r) for r in dict_rows(self.con.execute(q("list_memories"), params))]
+
+    def search(self, query: str, *, domain: str | None = None, namespace: str | None = None, limit: int = 5,
+               include_all: bool = False, use_model: bool = True, exclude=None) -> "SearchResult":
+        """Hybrid search of a domain's memories (see `recall.search`)."""
+        from subcog_store.recall.search import search
+
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
+            raise InvalidInput(f"limit {str(limit)[:20]!r}: expected a whole number from 1 to 1000")
+        return search(self, query, domain=canonical_domain(domain), namespace=namespace, limit=limit,
+                      include_all=include_all, use_model=use_model, exclude=exclude)
+
+    def forget(self, memory_id: str, reason: str | None = None) -> int:
+        """Retire a memory (out of search), logged and reversible with `reverse`; returns the decision id."""
+        from subcog_store.maintenance import forget
+
+        return forget(self, memory_id, reason)
+
+    def move_domain(self, source: str, target: str) -> dict:
+        """Move every memory of domain `source` to `target` (see `maintenance.move_domain`)."""
+        from subcog_store.maintenance import move_domain
+
+        return move_domain(self, source, target)
 
     def stats(self) -> dict:
         """Counts by namespace and status, check counters, skip counters, durations, recent window."""

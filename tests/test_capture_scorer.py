@@ -169,6 +169,18 @@ def test_labels_match_the_splitter_and_hold_no_text():
     path = TRAIN / "agentv-restore-agents-md.jsonl"
     rows = [json.loads(line) for line in (REPO / "bench/capture/labels" / (path.stem + ".jsonl")).open()]
     assert all(set(r) <= {"file", "uuid", "sentence_sha", "index", "label", "namespace"} for r in rows)
-    expected = [(t.uuid, u.index, u.sha) for t in read_assistant_texts(path).texts for u in split_units(t.text)]
+    texts = [t for t in read_assistant_texts(path).texts if t.kind == "assistant"]
+    expected = [(t.uuid, u.index, u.sha) for t in texts for u in split_units(t.text)]
     assert [(r["uuid"], r["index"], r["sentence_sha"]) for r in rows] == expected
     assert len(list((REPO / "bench/capture/labels").glob("*.jsonl"))) == 18
+
+
+@pytest.mark.skipif(not TRAIN.exists(), reason="real sessions not available")
+def test_summary_labels_match_the_summary_records_the_reader_returns():
+    from subcog_store.hook.transcript import read_assistant_texts
+
+    for labels in sorted((REPO / "bench/capture/labels_summaries").glob("*.jsonl")):
+        rows = [json.loads(line) for line in labels.open()]
+        summaries = [t for t in read_assistant_texts(TRAIN / labels.name).texts if t.kind == "summary"]
+        expected = [(t.uuid, u.index, u.sha) for t in summaries for u in split_units(t.text)]
+        assert [(r["uuid"], r["index"], r["sentence_sha"]) for r in rows] == expected, labels.name

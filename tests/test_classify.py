@@ -1,4 +1,5 @@
-"""Rule-based classification of paragraphs into namespaces."""
+"""The old rule classifier (subcog_store/hook/classify.py): paragraphs into namespaces, and the paragraph pipeline
+the hook ran before the learned scorer (`legacy_candidates`), kept as the benchmarks' baseline."""
 from __future__ import annotations
 
 import os
@@ -8,9 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from subcog_store.hook.extract import split_paragraphs
-from subcog_store.hook.classify import NAMESPACES, classify, is_narration, split_sentences, strip_narration
-from subcog_store.hook.transcript import read_assistant_texts
+from subcog_store.hook.classify import (NAMESPACES, classify, is_narration, legacy_candidates, split_paragraphs,
+                                       split_sentences, strip_narration)
+from subcog_store.hook.extract import Candidate
+from subcog_store.hook.transcript import AssistantText, read_assistant_texts
 
 SHARED = Path(os.environ.get("SUBCOG_SHARED_DIR") or Path(__file__).resolve().parents[2] / "shared")
 REAL = SHARED / "samples" / "real"
@@ -158,6 +160,7 @@ def test_recorded_sessions_are_mostly_narration():
     kept = []
     for path in sorted(REAL.glob("*.jsonl")):
         for t in read_assistant_texts(path).texts:
+            assert t.kind == "assistant"
             for p in split_paragraphs(t.text):
                 got = classify(p)
                 if got and got[1] >= 0.5:
@@ -170,3 +173,77 @@ def test_recorded_sessions_are_mostly_narration():
 def test_any_text_classifies_without_error(text):
     got = classify(text)
     assert got is None or (got[0] in NAMESPACES and 0 <= got[1] <= 1)
+
+
+# --- the old paragraph pipeline ----------------------------------------------------------------------------------
+
+def test_split_on_blank_lines_and_fold_whitespace():
+    assert split_paragraphs("one\ntwo   three\n\n\n  four\t five \n \n") == ["one two three", "four five"]
+    assert split_paragraphs("a\r\nb\r\n\r\nc") == ["a b", "c"]
+    assert split_paragraphs("") == [] and split_paragraphs("\n\n   \n") == []
+
+
+def test_markdown_noise_is_removed():
+    text = (
+        "## The **cache** decision ##\n\n"
+        "We chose `Redis` over [Memcached](https://memcached.org) because of __persistence__.\n\n"
+        "> Note: *quoted* text ~~old~~\n\n"
+        "![diagram](d.png) shows it."
+    )
+    assert split_paragraphs(text) == [
+        "The cache decision",
+        "We chose Redis over Memcached because of persistence.",
+        "Note: quoted text old",
+        "diagram shows it.",
+    ]
+
+
+def test_lists_give_one_paragraph_per_item():
+    text = "Changes:\n- first item\n  continues here\n* second\n1. third\n2) fourth\n- [x] done box"
+    assert split_paragraphs(text) == ["Changes:", "first item continues here", "second", "third", "fourth",
+                                      "done box"]
+
+
+def test_code_blocks_tables_and_rules_are_dropped():
+    text = (
+        "Before.\n```python\nx = 1\n\ny = 2\n```\nAfter.\n\n"
+        "| a | b |\n|---|:-:|\n| 1 | 2 |\n\n---\n\n~~~\nunterminated fence\n\nstill code"
+    )
+    assert split_paragraphs(text) == ["Before.", "After."]
+
+
+def test_code_spans_keep_their_text_and_snake_case_survives():
+    assert split_paragraphs("Call `__init__` and my_var_name, not *this*.") == [
+        "Call __init__ and my_var_name, not this."]
+    assert split_paragraphs("Use ``a `b` c`` here") == ["Use a `b` c here"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from("ab #*-_`|>[]()!~\n1. "), max_size=300) | st.text(max_size=300))
+def test_split_paragraphs_never_raises_and_is_folded(text):
+    for p in split_paragraphs(text):
+        assert p and p == " ".join(p.split())
+
+
+def test_legacy_thresholds_and_source():
+    t = AssistantText(text="Now let me run the tests.\n\nGotcha: the CI runner has a case-insensitive filesystem.\n\n"
+                           "TIL: short.", uuid="u1", timestamp=None, session_id=None, line_no=1, is_sidechain=False)
+    got = legacy_candidates([t])
+    assert got == [Candidate("Gotcha: the CI runner has a case-insensitive filesystem.", "learnings", 0.9, "u1")]
+    assert legacy_candidates([t], min_chars=5)[-1].text == "TIL: short."
+    assert legacy_candidates([t], min_confidence=0.95) == []
+
+
+def test_legacy_strips_narration_and_secrets():
+    got = legacy_candidates(["Great! We decided to use the token=sk-abcdefghijklmnopqrstuvwx123 service key "
+                             "stored in Vault. Let me commit that."])
+    assert len(got) == 1 and got[0].namespace == "decisions" and got[0].redacted == 1
+    assert got[0].text == "We decided to use the token=[REDACTED] service key stored in Vault."
+
+
+def test_legacy_keeps_whole_paragraphs():
+    # the behaviour the sentence extraction replaced: one signal word carries the whole paragraph
+    para = ("Now let me update the config. We decided to use Redis, the tests pass and the PR is up. Want me to "
+            "merge it?")
+    (c,) = legacy_candidates([para])
+    assert c.text.startswith("We decided to use Redis") and "PR is up" in c.text

@@ -16,8 +16,10 @@ import apsw
 import pytest
 
 from conftest import hook_output_problems as output_problems, shared_path
-from subcog_store.hook import handlers as hook
-from subcog_store.hook.handlers import HookOptions, pre_compact, pre_compact_output, session_start
+from subcog_store.hook import capture as hook
+from subcog_store.hook.capture import HookOptions, capture_output, pre_compact
+from subcog_store.hook.handlers import dispatch
+from subcog_store.hook.recall_hooks import REPORT_HEADER
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "samples"
@@ -162,7 +164,7 @@ def test_captured_memories_carry_provenance(a_then_b):
     db = a_then_b["db"]
     for m in memories(db, status=None):
         assert set(json.loads(m["tags"])) >= {"auto-captured", "pre-compact"}, m
-        assert m["source"] == hook.SOURCE
+        assert m["source"] == hook.SOURCES["pre-compact"]
         assert m["session_id"] in (SESSION_A, SESSION_B)
         assert m["domain"] == "project"
     assert {m["session_id"] for m in a_then_b["after_a"]} == {SESSION_A}
@@ -199,7 +201,7 @@ def test_b_keeps_the_changed_ttl_as_a_changed_fact(a_then_b):
     now = memories(db)
     assert [m["id"] for m in by_text(now, "TTL of 5 minutes")] == [old["id"]]  # still there, still active
     assert len(by_text(now, "TTL of 10 minutes")) == 1
-    assert "changed fact" in json.loads(pre_compact_output(run_b))["systemMessage"]
+    assert "changed fact" in status_line(run_b)
 
 
 def test_b_captures_the_new_lines_and_reads_past_the_torn_one(a_then_b):
@@ -223,7 +225,7 @@ def test_second_run_on_the_same_transcript_captures_nothing(a_then_b):
         again = a_then_b[key]
         assert again.captured == [] and again.skipped == [] and again.errors == [], key
         assert again.records == 0
-        assert json.loads(pre_compact_output(again))["systemMessage"] == \
+        assert status_line(again) == \
             "subcog: nothing new to capture since the last run"
     assert len(memories(a_then_b["db"])) == 11
 
@@ -287,7 +289,7 @@ def test_secrets_never_reach_the_store(tmp_path):
     result = run(db, t)
     assert result.redacted == 3  # two in the first record, one in the repeat
     assert len(result.captured) == 2
-    message = json.loads(pre_compact_output(result))["systemMessage"]
+    message = status_line(result)
     assert "redacted 3 secrets" in message
     stored = all_text(db)
     assert "[REDACTED]" in stored
@@ -295,7 +297,7 @@ def test_secrets_never_reach_the_store(tmp_path):
         assert secret not in stored
         for path in db.parent.glob(db.name + "*"):  # the raw bytes of the file, WAL included
             assert secret.encode() not in path.read_bytes(), path
-        assert secret not in pre_compact_output(result) and secret not in pre_compact_output(result, "subcog")
+        assert secret not in capture_output(result, "pre-compact") and secret not in capture_output(result, "pre-compact", "subcog")
         assert secret not in json.dumps(result.report())
     mem = by_text(memories(db), "postgres://")[0]["content"]
     assert "postgres://app:[REDACTED]@db:5432/app" in mem
@@ -317,11 +319,20 @@ def test_repeats_and_paraphrases_in_one_transcript_make_one_memory(tmp_path):
     mems = memories(db)
     assert len(mems) == 2
     assert len(by_text(mems, "PgBouncer")) == 1 and len(by_text(mems, "nightly export")) == 1
-    context = json.loads(pre_compact_output(result, "subcog"))["hookSpecificOutput"]["additionalContext"]
+    context = json.loads(capture_output(result, "pre-compact", "subcog"))["hookSpecificOutput"]["additionalContext"]
     assert "Repeated in this conversation" in context
 
 
 # -- session start ------------------------------------------------------------------------------------------
+def status_line(run: hook.Run) -> str:
+    """The status line the PreCompact hook prints (the first line of its plain-text output)."""
+    return capture_output(run, "pre-compact").splitlines()[0].removesuffix(".")
+
+
+def session_start(raw: bytes, db: Path) -> str:
+    return dispatch("session-start", raw, db)
+
+
 def start(session: str, source: str = "compact") -> bytes:
     return json.dumps({"session_id": session, "transcript_path": "/x.jsonl", "cwd": "/x",
                        "hook_event_name": "SessionStart", "source": source}).encode()
@@ -334,9 +345,9 @@ def test_session_start_hands_the_report_over_once(tmp_path):
     shutil.copyfile(SAMPLES / "session-b.jsonl", b)
     run(db, a, SESSION_A)
     run(db, b, SESSION_B)
-    for source in ("startup", "resume", "clear", "fork"):
-        assert session_start(start(SESSION_A, source), db) == ""
-    assert session_start(start("sess-unknown"), db) == ""
+    for source in ("startup", "resume", "clear", "fork"):  # the project's index, never a capture report
+        assert REPORT_HEADER not in session_start(start(SESSION_A, source), db)
+    assert REPORT_HEADER not in session_start(start("sess-unknown"), db)
     out_a = session_start(start(SESSION_A), db)
     assert output_problems("SessionStart", out_a) == []
     spec = json.loads(out_a)["hookSpecificOutput"]
@@ -347,7 +358,7 @@ def test_session_start_hands_the_report_over_once(tmp_path):
                      r"[0-9a-f]{12}\)$", context_a, re.M)
     assert "Repeated in this conversation" in context_a
     assert "Exact match" not in context_a  # only session A's report
-    assert session_start(start(SESSION_A), db) == ""  # once
+    assert REPORT_HEADER not in session_start(start(SESSION_A), db)  # once
     out_b = session_start(start(SESSION_B), db)
     assert output_problems("SessionStart", out_b) == []
     context_b = json.loads(out_b)["hookSpecificOutput"]["additionalContext"]
@@ -357,7 +368,7 @@ def test_session_start_hands_the_report_over_once(tmp_path):
                      context_b, re.M)
     assert re.search(r"\(changed fact: updates subcog://project/decisions/[0-9a-f]{12}, .*5 minutes.*\)", context_b)
     assert "PgBouncer in transaction mode for Postgres" not in context_a
-    assert session_start(start(SESSION_B), db) == ""
+    assert REPORT_HEADER not in session_start(start(SESSION_B), db)
     delivered = rows(db, "select session_id, delivered_at is not null from hook_runs order by id")
     assert delivered == [(SESSION_A, 1), (SESSION_B, 1)]
 
@@ -383,7 +394,7 @@ def test_dry_run_writes_nothing(tmp_path):
     dry = run(db, b, SESSION_B, dry_run=True)
     assert dry.dry_run and dry.status == "dry_run"
     assert len(dry.captured) == 4 and len(dry.skipped) == 2
-    assert json.loads(pre_compact_output(dry))["systemMessage"].startswith("subcog: would capture 4 memories")
+    assert status_line(dry).startswith("subcog: would capture 4 memories")
     assert db.read_bytes() == before
     wal = Path(str(db) + "-wal")
     assert not wal.exists() or wal.stat().st_size == 0
@@ -409,7 +420,7 @@ def test_a_tiny_budget_saves_progress_and_a_later_run_captures_the_rest(tmp_path
     shutil.copyfile(SAMPLES / "session-a.jsonl", a)
     tiny = run(db, a, budget_secs=0.001)
     assert tiny.truncated and tiny.status == "partial" and tiny.captured == []
-    assert json.loads(pre_compact_output(tiny))["systemMessage"].startswith("subcog:")
+    assert status_line(tiny).startswith("subcog:")
     first_line = a.read_bytes().index(b"\n") + 1  # at least one line is read, and that progress is kept
     assert offset(db, SESSION_A, a) == first_line
     assert rows(db, "select status from hook_runs") == [("partial",)]
@@ -425,7 +436,7 @@ def test_a_budget_used_up_before_capturing_keeps_the_offset_for_next_time(tmp_pa
     tiny = run(db, t, budget_secs=0.001)
     assert tiny.captured == [] and tiny.status == "failed"
     assert "time budget" in tiny.errors[0]["summary"]
-    message = json.loads(pre_compact_output(tiny))["systemMessage"]
+    message = status_line(tiny)
     assert "time budget" in message and "see " in message
     assert offset(db, SESSION_A, t) is None  # nothing captured, so nothing is skipped next time
     assert memories(db) == []
@@ -438,7 +449,7 @@ def test_a_run_stopped_early_does_not_claim_there_is_nothing_new(tmp_path):
     shutil.copyfile(SAMPLES / "session-a.jsonl", a)
     tiny = run(db, a, budget_secs=0.001)
     assert tiny.truncated
-    message = json.loads(pre_compact_output(tiny))["systemMessage"]
+    message = status_line(tiny)
     assert "nothing new" not in message
 
 
@@ -452,14 +463,15 @@ def test_recorded_sessions_leave_the_narration(tmp_path):
     for path in sorted(real.glob("*.jsonl")):
         result = run(db, path, path.stem)
         assert result.errors == [] and result.bad_lines == 0 and result.records > 30
-        out = pre_compact_output(result)
+        out = capture_output(result, "pre-compact")
         assert output_problems("PreCompact", out) == []
         for c in result.captured:
             assert not re.match(r"(?i)(now )?let me|i'll|i need|all tests pass|done\b", c["content"]), c
         assert len(result.captured) <= 3
         captured[path.stem] = [c["content"] for c in result.captured]
-    # The few lasting facts are kept: the port's design decision, stated in its closing summary.
-    assert any(c.startswith("Used Result<T, E> instead of raising exceptions") for c in captured["python-to-rust-port"])
+    # The few lasting facts are kept: the port's design decision, stated in its closing summary (a list item,
+    # stored with its heading).
+    assert any("Used Result<T, E> instead of raising exceptions" in c for c in captured["python-to-rust-port"])
 
 
 # -- one bad paragraph must not cost the others ----------------------------------------------------------------

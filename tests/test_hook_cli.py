@@ -22,7 +22,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import hook_output_problems as problems, shared_path
-from subcog_store.hook.handlers import HookOptions, pre_compact, pre_compact_output
+from subcog_store.hook.capture import HookOptions, capture_output, pre_compact
+from subcog_store.hook.recall_hooks import REPORT_HEADER
+from subcog_store.hook.summary import LASTING_FACTS_HEADING
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "samples"
@@ -56,13 +58,14 @@ def hook(tmp_path: Path, db: Path | str, stdin: bytes, *args: str, sub: str = "p
 
 
 def accepted(proc: subprocess.CompletedProcess, tmp_path: Path | None = None) -> str:
-    """Exit 0, no traceback, output the client accepts, no content in the log; returns the systemMessage."""
+    """Exit 0, nothing on stderr, output the client accepts (a status line, then the request for the summary's
+    lasting facts), no content in the log; returns the status line."""
     assert proc.returncode == 0, proc
-    assert b"Traceback" not in proc.stderr, proc.stderr.decode(errors="replace")
+    assert proc.stderr == b"", proc.stderr.decode(errors="replace")
     out = proc.stdout.decode("utf-8")
     assert problems("PreCompact", out) == []
-    message = json.loads(out)["systemMessage"]
-    assert message.startswith("subcog:")
+    message = out.splitlines()[0].removesuffix(".")
+    assert message.startswith("subcog:") and LASTING_FACTS_HEADING in out
     if tmp_path is not None:
         assert_log_clean(tmp_path)
     return message
@@ -138,7 +141,7 @@ def test_binary_garbage_transcript(tmp_path):
                               for _ in range(200)))
     db = tmp_path / "s.db"
     message = accepted(hook(tmp_path, db, payload(path)), tmp_path)
-    assert message == "subcog: nothing new to capture since the last run"
+    assert message == "subcog: nothing in this conversation worth remembering yet"  # the first run says so
     assert count_memories(db) == 0
 
 
@@ -345,14 +348,15 @@ def test_session_start_after_a_compaction(tmp_path):
     db = tmp_path / "s.db"
     assert session_start(tmp_path, db, start("sess-cli")) == ""  # no store yet
     accepted(hook(tmp_path, db, payload(copy_sample(tmp_path, "session-a"))))
-    for stdin in (b"", b"garbage", b"[]", b"{}", start("sess-cli", "startup"), start("sess-cli", "resume"),
-                  start("someone-else")):
+    for stdin in (b"", b"garbage", b"[]", b"{}"):
         assert session_start(tmp_path, db, stdin) == "", stdin
+    for stdin in (start("sess-cli", "startup"), start("sess-cli", "resume"), start("someone-else")):
+        assert REPORT_HEADER not in session_start(tmp_path, db, stdin), stdin
     out = session_start(tmp_path, db, start("sess-cli"))
     spec = json.loads(out)["hookSpecificOutput"]
     assert spec["hookEventName"] == "SessionStart"
     assert "1. **decisions**: We decided to use PostgreSQL" in spec["additionalContext"]
-    assert session_start(tmp_path, db, start("sess-cli")) == ""
+    assert REPORT_HEADER not in session_start(tmp_path, db, start("sess-cli"))
     assert session_start(tmp_path, tmp_path / "other.txt", start("sess-cli")) == ""
     (tmp_path / "notdb").write_text("hello")
     assert session_start(tmp_path, tmp_path / "notdb", start("sess-cli")) == ""
@@ -415,13 +419,11 @@ def test_generated_payloads_and_transcripts(fields, transcript, point_at_file, f
         for dry_run in (False, True):
             result = pre_compact(raw, HookOptions(db=Path(tmp) / "s.db", dry_run=dry_run, budget_secs=10))
             json.dumps(result.report())
-            out = pre_compact_output(result, fmt)
-            parsed = json.loads(out)
+            out = capture_output(result, "pre-compact", fmt)
             if fmt == "default":
-                assert problems("PreCompact", out) == []
-                assert isinstance(parsed["systemMessage"], str)
+                assert problems("PreCompact", out) == [] and out.startswith("subcog:")
             else:
-                assert isinstance(parsed["hookSpecificOutput"]["additionalContext"], str)
+                assert isinstance(json.loads(out)["hookSpecificOutput"]["additionalContext"], str)
             if point_at_file and isinstance(fields.get("transcript_path"), str):
                 assert result.errors == [] or all("capture" in e["summary"] for e in result.errors), result.errors
 

@@ -202,6 +202,63 @@ def test_overlong_line_is_skipped(tmp_path):
     assert read_assistant_texts(torn).next_offset == len(line(assistant("ok")))
 
 
+# --- compaction summaries ----------------------------------------------------------------------------------
+
+def summary_record(text, uuid: str = "sum", **extra) -> dict:
+    return {"type": "user", "uuid": uuid, "isSidechain": False, "isCompactSummary": True,
+            "isVisibleInTranscriptOnly": True, "sessionId": "s1", "timestamp": "2026-01-02T00:00:00Z",
+            "message": {"role": "user", "content": text}, **extra}
+
+
+def test_compaction_summaries_come_with_kind_summary(tmp_path):
+    head = line(assistant("before", "a1")) + line({"type": "system", "subtype": "compact_boundary"})
+    body = line(summary_record("Summary:\n1. Key Technical Concepts:\n   - Redis TTL is 10 minutes"))
+    path = write(tmp_path / "t.jsonl", head, body, line(assistant("after", "a2")),
+                 line({"type": "summary", "summary": "a session title, not a compaction summary"}),
+                 line({"type": "user", "message": {"role": "user", "content": "plain user turn"}}))
+    r = read_assistant_texts(path)
+    assert [(t.uuid, t.kind) for t in r.texts] == [("a1", "assistant"), ("sum", "summary"), ("a2", "assistant")]
+    summary = r.texts[1]
+    assert summary.text.startswith("Summary:") and summary.offset == len(head) and summary.line_no == 3
+    assert summary.session_id == "s1" and summary.timestamp == "2026-01-02T00:00:00Z" and not summary.is_sidechain
+    # resuming at the summary's offset reads it again (same offset semantics as assistant records)
+    assert [t.uuid for t in read_assistant_texts(path, summary.offset).texts] == ["sum", "a2"]
+
+
+def test_summaries_ignore_the_sidechain_setting_and_accept_text_blocks(tmp_path):
+    path = write(tmp_path / "t.jsonl",
+                 line(summary_record([{"type": "text", "text": "block one"}, {"type": "text", "text": "two"}],
+                                     isSidechain=True, type="assistant")),
+                 line(summary_record("   ", "empty")),
+                 line(dict(summary_record("not one"), isCompactSummary="true")))
+    for include in (False, True):
+        r = read_assistant_texts(path, include_sidechain=include)
+        assert [(t.text, t.kind, t.is_sidechain) for t in r.texts] == [("block one\n\ntwo", "summary", True)]
+
+
+def test_assistant_text_defaults_are_kept():
+    from subcog_store.hook.transcript import AssistantText
+
+    t = AssistantText("x", None, None, None, 1, False)
+    assert (t.offset, t.kind) == (0, "assistant")
+
+
+TRAIN = SAMPLES / "real" / "train"
+
+
+@pytest.mark.skipif(not TRAIN.is_dir(), reason=f"{TRAIN} not present")
+def test_recorded_compaction_summaries_are_found():
+    found = {}
+    for path in sorted(TRAIN.glob("*.jsonl")):
+        r = read_assistant_texts(path)
+        summaries = [t for t in r.texts if t.kind == "summary"]
+        assert r.bad_lines == 0 and all(t.uuid and len(t.text) > 5000 for t in summaries)
+        if summaries:
+            found[path.stem] = len(summaries)
+    assert found == {"cipherbox-e2e-test-debugging": 2, "cipherbox-phase12-mfa": 1,
+                     "cipherbox-sharing-key-design": 1, "ctxeval-plan-first-remediation": 1}
+
+
 # --- size and time limits ----------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

@@ -32,10 +32,7 @@ from subcog_store.hook import scorer as sc  # noqa: E402
 from subcog_store.hook.sentences import MIN_CHARS, split_units  # noqa: E402
 from subcog_store.hook.transcript import read_assistant_texts  # noqa: E402
 
-try:  # the rule classifier being replaced (moved from subcog_store/candidates.py)
-    from subcog_store.hook.extract import extract_candidates
-except ImportError:  # pragma: no cover - older layout
-    from subcog_store.candidates import extract_candidates
+from subcog_store.hook.classify import legacy_candidates as extract_candidates  # noqa: E402 (the old rules)
 
 HERE = Path(__file__).resolve().parent
 DATA = Path(os.environ.get("SUBCOG_SHARED_DIR") or Path(__file__).resolve().parents[3] / "shared") / "samples" / "real" / "train"
@@ -118,6 +115,7 @@ def covered(sentence: str, captures: list[str]) -> bool:
 def load_transcript(path: Path) -> tuple[list[Record], list, list[str]]:
     """Records with units, features and the rule classifier's coverage; plus its captures (for memory precision)."""
     res = read_assistant_texts(path)
+    res.texts = [t for t in res.texts if t.kind == "assistant"]   # summaries have labels of their own
     records = []
     for t in res.texts:
         rec = Record(path.name, project_of(path.name), t.uuid or "", t.text)

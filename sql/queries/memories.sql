@@ -175,3 +175,18 @@ values (
 -- Hard delete (retired_vectors follow by ON DELETE CASCADE, memories_fts by trigger).
 delete from memories
 where id = :id;
+
+-- name: move_memory
+-- A memory moves to another domain (its project's, from the shared `project` of older stores).
+update memories
+set domain = :domain,
+    updated_at = :now
+where id = :id;
+
+-- name: domain_memory_ids
+-- Every memory of a domain, whatever its status, oldest first.
+select id
+from memories
+where domain = :domain
+order by seq;
+

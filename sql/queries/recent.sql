@@ -37,3 +37,9 @@ where memory_id = :id;
 -- Put a recent-capture row back with its original id.
 insert or ignore into recent_captures (id, content_hash, memory_id, namespace, domain, captured_at)
 values (:id, :content_hash, :memory_id, :namespace, :domain, :captured_at);
+
+-- name: move_recent_captures
+-- Recent-capture rows follow their memory to another domain.
+update recent_captures
+set domain = :domain
+where memory_id = :id;

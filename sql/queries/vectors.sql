@@ -85,3 +85,9 @@ where memories_fts match :query
   and m.status = 'active'
 order by score
 limit :k;
+
+-- name: move_vector
+-- A searchable vector follows its memory to another domain (domain is a metadata column, not the partition).
+update memory_vectors
+set domain = :domain
+where memory_seq = :seq;

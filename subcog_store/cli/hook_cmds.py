@@ -14,11 +14,15 @@ def register(sub, add) -> None:
     p.set_defaults(handler=cmd_hook)
     hooks = p.add_subparsers(dest="hook", required=True)
     h = hooks.add_parser("pre-compact", help="capture the conversation's decisions, learnings, patterns")
-    h.add_argument("--format", choices=("default", "subcog"), default="default",
-                   help="default: a systemMessage line; subcog: the original design's report (which the real "
-                        "client rejects on PreCompact)")
+    h.add_argument("--format", choices=("default", "json", "subcog"), default="default",
+                   help="default: a status line and the request for the summary's lasting facts (plain text: the "
+                        "client shows it and hands it to the summarizer); json: a systemMessage object; subcog: "
+                        "the original design's report (which the real client rejects on PreCompact)")
     h.add_argument("--dry-run", action="store_true", help="report what would be captured; write nothing")
-    hooks.add_parser("session-start", help="after a compaction, hand the capture report to the model")
+    for name, help in (("session-end", "capture what the session established, from where pre-compact stopped"),
+                       ("session-start", "hand the model the project's index (and after a compaction its report)"),
+                       ("user-prompt-submit", "hand the model the memories relevant to the prompt, if any")):
+        hooks.add_parser(name, help=help)
     p = add("install-hooks", "register the hooks in Claude Code's settings.json (merging)", cmd_install_hooks)
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--project", metavar="DIR", help="write DIR/.claude/settings.json")

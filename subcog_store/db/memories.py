@@ -190,6 +190,15 @@ def rewrite(con: "apsw.Connection", memory: Memory, *, content: str, importance:
         set_vector(con, memory.seq, memory.namespace, memory.domain, vector)
 
 
+def move(con: "apsw.Connection", memory_id: str, domain: str, now: str) -> Snapshot:
+    """Move a memory (row, vector, recent captures) to another domain; returns it as it was."""
+    before = snapshot(con, memory_id)
+    con.execute(q("move_memory"), {"id": memory_id, "domain": domain, "now": now})
+    con.execute(q("move_vector"), {"seq": before.row["seq"], "domain": domain})
+    con.execute(q("move_recent_captures"), {"id": memory_id, "domain": domain})
+    return before
+
+
 def hard_delete(con: "apsw.Connection", memory_id: str) -> list[Snapshot]:
     """Delete a memory and, first, what points at it (retired predecessors, recent captures); returns their
     snapshots in deletion order."""
@@ -214,6 +223,7 @@ def restore(con: "apsw.Connection", snap: Snapshot) -> None:
             con.execute(q("reinsert_recent_capture"), capture)
     else:
         con.execute(q("restore_memory"), params)
+        con.execute(q("move_recent_captures"), {"id": row["id"], "domain": row["domain"]})
     live, parked = snap.vector, snap.parked
     if snap.vector_was_parked:
         found = con.execute(q("parked_vector"), {"seq": row["seq"]}).fetchone()

@@ -1,15 +1,25 @@
-"""Decide whether a paragraph says something lasting, and in which namespace it belongs.
+"""The rule classifier the capture hook used before the learned sentence scorer (kept as the benchmarks' baseline).
 
 Rules, not a model: an explicit marker ("Decision:", "Gotcha:") gives high confidence, signal phrases matched on
 word boundaries give a weight each, and narration ("Now let me run the tests."), hedges and questions lower it.
+`legacy_candidates` is the old paragraph pipeline (`split_paragraphs`, `classify`, `strip_narration`, redaction), as
+the hook ran it; bench/capture compares it with `subcog_store.hook.extract`. The hook itself no longer uses this
+module.
 """
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Iterable
 
 from subcog_store.text.namespaces import NAMESPACES
+from subcog_store.text.redact import redact
 
-__all__ = ["NAMESPACES", "classify", "is_narration", "split_sentences", "strip_narration"]
+if TYPE_CHECKING:
+    from subcog_store.hook.extract import Candidate
+    from subcog_store.hook.transcript import AssistantText
+
+__all__ = ["NAMESPACES", "classify", "is_narration", "legacy_candidates", "split_paragraphs", "split_sentences",
+           "strip_narration"]
 
 
 _I = re.IGNORECASE
@@ -197,3 +207,106 @@ def _verdict(body: str) -> tuple[str, float] | None:
         return None
     ns = max(scores, key=lambda n: (round(scores[n], 3), -_ORDER.get(n, len(_ORDER))))
     return ns, scores[ns]
+
+
+# --- the old paragraph pipeline ----------------------------------------------------------------------------------
+
+_FENCE = re.compile(r"^(`{3,}|~{3,})")
+_TABLE = re.compile(r"^\|.*|^:?-{3,}:?(?:\s*\|\s*:?-{3,}:?)+\s*\|?$")
+_RULE_LINE = re.compile(r"^(?:([-*_])(?:\s*\1){2,}|={3,})$")
+_HEADING = re.compile(r"^#{1,6}(?:\s+|$)")
+_ITEM = re.compile(r"^(?:[-*+]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?")
+_QUOTE = re.compile(r"^(?:>\s?)+")
+_CODE_SPAN = re.compile(r"(?<!`)(`{1,10})(?!`)(.{1,2000}?)(?<!`)\1(?!`)")
+_INLINE = [
+    (re.compile(r"!\[([^\[\]]*)\]\([^()]*\)"), r"\1"),  # image -> alt text
+    (re.compile(r"\[([^\[\]]+)\]\([^()]*\)"), r"\1"),  # link -> its text
+    (re.compile(r"<br\s*/?>", re.I), " "),
+    (re.compile(r"\*\*(.+?)\*\*|__(.+?)__"), lambda m: m.group(1) or m.group(2)),
+    (re.compile(r"~~(.+?)~~"), r"\1"),
+    (re.compile(r"(?<![\w*])\*(?=\S)([^*]+?)(?<=\S)\*(?![\w*])"), r"\1"),
+    (re.compile(r"(?<!\w)_(?=\S)([^_]+?)(?<=\S)_(?!\w)"), r"\1"),
+]
+
+
+def _clean_inline(text: str) -> str:
+    """Markdown emphasis and links out, code spans kept as plain text (emphasis rules skip their content)."""
+    out, last = [], 0
+    for m in _CODE_SPAN.finditer(text):
+        out.append(_emphasis(text[last:m.start()]))
+        out.append(m.group(2).strip())
+        last = m.end()
+    out.append(_emphasis(text[last:]))
+    return " ".join("".join(out).split())
+
+
+def _emphasis(text: str) -> str:
+    for rx, repl in _INLINE:
+        text = rx.sub(repl, text)
+    return text
+
+
+def split_paragraphs(text: str) -> list[str]:
+    """Paragraphs of markdown `text`, cleaned to plain text.
+
+    Blank lines separate paragraphs; a heading or list item also starts one. Fenced code blocks, tables and
+    horizontal rules are dropped; heading marks, bullets, numbering, block quotes, emphasis, code ticks and
+    link targets are removed; whitespace is folded.
+    """
+    blocks: list[list[str]] = []
+    cur: list[str] = []
+    fence: str | None = None
+
+    def flush() -> None:
+        nonlocal cur
+        if cur:
+            blocks.append(cur)
+        cur = []
+
+    for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        s = _QUOTE.sub("", line.strip()).strip()
+        f = _FENCE.match(s)
+        if fence is not None:
+            if f and s.startswith(fence) and not s.strip("`~"):
+                fence = None
+            continue
+        if f:
+            flush()
+            fence = f.group(1)
+            continue
+        if not s or _TABLE.match(s) or _RULE_LINE.match(s):
+            flush()
+            continue
+        if _HEADING.match(s):
+            flush()
+            blocks.append([_HEADING.sub("", s).rstrip("# ")])
+            continue
+        if _ITEM.match(s):
+            flush()
+            s = _ITEM.sub("", s)
+        cur.append(s)
+    flush()
+    paragraphs = (_clean_inline(" ".join(b)) for b in blocks)
+    return [p for p in paragraphs if p]
+
+
+def legacy_candidates(texts: Iterable["AssistantText | str"], *, min_chars: int = 40, min_confidence: float = 0.5,
+                      max_chars: int = 4000) -> list["Candidate"]:
+    """The old hook's candidates: each paragraph classified as a whole, narration sentences then dropped from the
+    stored text, secrets replaced by `[REDACTED]`; paragraphs shorter than `min_chars`, longer than `max_chars` or
+    below `min_confidence` skipped."""
+    from subcog_store.hook.extract import Candidate
+
+    out: list[Candidate] = []
+    for t in texts:
+        text, uuid, offset = (t, None, 0) if isinstance(t, str) else (t.text, t.uuid, t.offset)
+        for para in split_paragraphs(text):
+            if not min_chars <= len(para) <= max_chars:
+                continue
+            verdict = classify(para)
+            if verdict is None or verdict[1] < min_confidence:
+                continue
+            body, redacted = redact(strip_narration(para))
+            if len(body) >= min_chars:
+                out.append(Candidate(body, verdict[0], verdict[1], uuid, offset, redacted))
+    return out

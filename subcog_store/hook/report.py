@@ -23,6 +23,8 @@ def system_message(report: dict) -> str:
     """One line for the user, e.g. 'subcog: captured 3 memories, skipped 2 duplicates'."""
     captured, skipped = len(report["captured"]), len(report["skipped"])
     if not captured and not skipped and not report.get("errors") and not report.get("truncated"):
+        if report.get("first_run"):
+            return "subcog: nothing in this conversation worth remembering yet"
         return "subcog: nothing new to capture since the last run"
     verb = "would capture" if report.get("dry_run") else "captured"
     text = (f"subcog: {verb} {captured} memor{'y' if captured == 1 else 'ies'}, "

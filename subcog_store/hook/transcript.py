@@ -1,4 +1,5 @@
-"""Incremental reading of a Claude Code transcript (JSONL): the assistant's own text since the last run.
+"""Incremental reading of a Claude Code transcript (JSONL): the assistant's own text since the last run, and the
+compaction summaries the client wrote (records with `isCompactSummary: true`, `kind` "summary").
 
 The file is streamed in binary, one line at a time; each line is decoded and parsed on its own, so a bad line
 costs only itself. Offsets are byte offsets at line boundaries, safe to store and resume from.
@@ -23,7 +24,7 @@ class TranscriptError(Exception):
 
 @dataclass(frozen=True)
 class AssistantText:
-    """The text blocks of one assistant record, joined by blank lines."""
+    """The text blocks of one assistant record (or compaction summary record), joined by blank lines."""
 
     text: str
     uuid: str | None
@@ -32,6 +33,7 @@ class AssistantText:
     line_no: int  # 1-based, counted from the start offset of the read
     is_sidechain: bool
     offset: int = 0  # byte offset where the record's line starts (a run that stops before it resumes there)
+    kind: str = "assistant"  # "summary": the client's compaction summary (an `isCompactSummary` record)
 
 
 @dataclass
@@ -106,7 +108,8 @@ def read_assistant_texts(
 ) -> ReadResult:
     """Read assistant text from `path` starting at byte `start_offset`.
 
-    Only `type == "assistant"` records (main thread unless `include_sidechain`) and their `text` blocks count.
+    Only `type == "assistant"` records (main thread unless `include_sidechain`) and their `text` blocks count,
+    plus compaction summaries (`isCompactSummary: true`, whatever their type or sidechain flag: `kind="summary"`).
     A start offset past the end of the file (file replaced or truncated) restarts at 0. Reading stops, with
     `truncated=True`, once `max_bytes` have been consumed (at least one line is always read) or when
     `time.monotonic()` passes `deadline`. Raises TranscriptError when the file cannot be opened or read.
@@ -177,11 +180,13 @@ def _read(
 
 
 def _collect(record: dict, line_no: int, offset: int, include_sidechain: bool, out: list[AssistantText]) -> None:
-    if record.get("type") != "assistant":
-        return
     sidechain = record.get("isSidechain") is True
-    if sidechain and not include_sidechain:
+    if record.get("isCompactSummary") is True:
+        kind = "summary"
+    elif record.get("type") != "assistant" or (sidechain and not include_sidechain):
         return
+    else:
+        kind = "assistant"
     text = _text_of(record.get("message"))
     if text:
         out.append(
@@ -193,5 +198,6 @@ def _collect(record: dict, line_no: int, offset: int, include_sidechain: bool, o
                 line_no=line_no,
                 is_sidechain=sidechain,
                 offset=offset,
+                kind=kind,
             )
         )

@@ -1,0 +1,103 @@
+-- name: search_knn_domain
+-- The k nearest active memories of a domain, every namespace (vec0 scans each partition, domain filtered).
+with knn as (
+  select
+    memory_seq,
+    distance
+  from memory_vectors
+  where embedding match :embedding
+    and k = :k
+    and domain = :domain
+)
+select
+  m.id,
+  1.0 - knn.distance * knn.distance / 2.0 as similarity
+from knn
+join memories m on m.seq = knn.memory_seq
+where m.status = 'active'
+order by knn.distance;
+
+-- name: search_knn_namespace
+-- The k nearest active memories of one namespace of a domain.
+with knn as (
+  select
+    memory_seq,
+    distance
+  from memory_vectors
+  where embedding match :embedding
+    and k = :k
+    and namespace = :namespace
+    and domain = :domain
+)
+select
+  m.id,
+  1.0 - knn.distance * knn.distance / 2.0 as similarity
+from knn
+join memories m on m.seq = knn.memory_seq
+where m.status = 'active'
+order by knn.distance;
+
+-- name: search_text
+-- BM25 over the FTS5 index of a domain (active memories, or every status with :all = 1); lower is better.
+select
+  m.id,
+  bm25(memories_fts) as bm25
+from memories_fts
+join memories m on m.seq = memories_fts.rowid
+where memories_fts match :query
+  and m.domain = :domain
+  and (:namespace is null or m.namespace = :namespace)
+  and (:all = 1 or m.status = 'active')
+order by bm25
+limit :k;
+
+-- name: memories_by_ids
+-- Several memories by id (a JSON array), whatever their status.
+select
+  id,
+  domain,
+  namespace,
+  content,
+  content_hash,
+  importance,
+  tags,
+  status,
+  source,
+  session_id,
+  created_at,
+  updated_at,
+  successor_id,
+  seq
+from memories
+where id in (select value from json_each(:ids));
+
+-- name: top_memories
+-- The active memories of a domain most worth an index: most important first, then newest.
+select
+  id,
+  domain,
+  namespace,
+  content,
+  content_hash,
+  importance,
+  tags,
+  status,
+  source,
+  session_id,
+  created_at,
+  updated_at,
+  successor_id,
+  seq
+from memories
+where domain = :domain
+  and status = 'active'
+order by importance desc, created_at desc
+limit :limit;
+
+-- name: vector_of
+-- The stored vector of a memory by id (searchable, else parked).
+select coalesce(
+  (select v.embedding from memory_vectors v where v.memory_seq = m.seq),
+  (select r.embedding from retired_vectors r where r.memory_seq = m.seq)) as embedding
+from memories m
+where m.id = :id;

@@ -1,0 +1,79 @@
+"""Recall commands: search, the project's domain, moving memories between domains, forget."""
+from __future__ import annotations
+
+import argparse
+import os
+
+from subcog_store.cli.app import emit, open_store, positive_int
+
+
+def register(sub, add) -> None:
+    p = add("search", "search a project's memories (hybrid: vectors and BM25, current facts first)", cmd_search)
+    p.add_argument("query", help="what to look for ('-' reads stdin)")
+    p.add_argument("--namespace", "-n", help="only this namespace")
+    p.add_argument("--domain", "-d", help="the project's domain (default: the one of the current directory)")
+    p.add_argument("--limit", "-k", type=positive_int, default=5, help="results (default 5, at most 1000)")
+    p.add_argument("--all", action="store_true", help="also superseded, merged and deleted memories")
+    p.add_argument("--explain", action="store_true", help="each component of every score")
+    p.add_argument("--no-model", action="store_true", help="the text side alone (BM25), no model loaded")
+    p = add("domain", "print the domain a hook would use for a directory (its git top-level)", cmd_domain)
+    p.add_argument("--cwd", default=None, help="the directory (default: the current one)")
+    p = add("move-domain", "move every memory of one domain to another (e.g. from the shared `project` of "
+                           "stores written before per-project domains)", cmd_move_domain)
+    p.add_argument("source", help="the domain to empty, e.g. project")
+    p.add_argument("target", nargs="?", help="the domain to fill (default: the current directory's)")
+    p = add("forget", "retire a memory (out of search; logged; `reverse` brings it back)", cmd_forget)
+    p.add_argument("id", help="a memory id or subcog:// URN")
+    p.add_argument("--reason", help="why (kept in the decision log)")
+
+
+def _current_domain(cwd: str | None = None) -> str:
+    from subcog_store.scope import domain_for
+
+    return domain_for(cwd or os.getcwd())
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from subcog_store.cli.app import read_text_arg
+
+    domain = args.domain or _current_domain()
+    with open_store(args) as store:
+        found = store.search(read_text_arg(args.query), domain=domain, namespace=args.namespace, limit=args.limit,
+                             include_all=args.all, use_model=not args.no_model)
+        hits = [h.to_dict(explain=args.explain) for h in found.hits]
+        data = {"domain": domain, "method": found.method, "note": found.note,
+                "duration_ms": round(found.duration_ms, 3), "results": hits}
+        lines = [f"{len(hits)} result(s) in {domain} ({found.method}" + (f"; {found.note}" if found.note else "")
+                 + ")"]
+        for h in hits:
+            status = "" if h["status"] == "active" and "successor_id" not in h else \
+                f" [{h['status']}{', updated by ' + h['successor_id'] if h.get('successor_id') else ''}]"
+            lines.append(f"{h['score']:.4f}  {h['urn']}{status}\n    {h['content'][:200]}")
+            if args.explain:
+                lines.append("    " + ", ".join(f"{k}={v}" for k, v in h["components"].items()))
+        emit(args, data, "\n".join(lines))
+    return 0
+
+
+def cmd_domain(args: argparse.Namespace) -> int:
+    domain = _current_domain(args.cwd)
+    emit(args, {"domain": domain, "cwd": os.path.abspath(args.cwd or os.getcwd())}, domain)
+    return 0
+
+
+def cmd_move_domain(args: argparse.Namespace) -> int:
+    target = args.target or _current_domain()
+    with open_store(args) as store:
+        result = store.move_domain(args.source, target)
+    emit(args, result, f"moved {result['moved']} memories from {result['source']} to {result['target']}"
+                       + (f" ({result['merged']} merged into the same text already there)" if result["merged"] else ""))
+    return 0
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        memory = store.get(args.id.rsplit("/", 1)[-1])
+        decision = store.forget(memory.id, args.reason)
+    emit(args, {"id": memory.id, "urn": memory.urn, "decision_id": decision},
+         f"forgot {memory.urn} (decision {decision}; `subcog-store reverse {decision}` brings it back)")
+    return 0

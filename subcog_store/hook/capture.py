@@ -1,0 +1,277 @@
+"""Capture from the transcript: `pre-compact` (before the client compacts) and `session-end` (most sessions
+never compact) read the same cursor, so nothing is captured twice; the compaction summary written after a
+compaction is captured by `session-start` (compact) through the same path.
+
+Bounded by the hook's budget end to end: what is finished is committed with the offset of the last fully handled
+record, the rest is read next time.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from subcog_store.hook.report import markdown, system_message
+from subcog_store.text.normalize import fingerprint
+
+log = logging.getLogger("subcog_store.hook.capture")
+SAVE_GRACE_SECS = 0.5
+EXTRACT_CHUNK = 200   # records extracted at once (corrections are found within a chunk); a deadline check each
+SOURCES = {"pre-compact": "pre-compact-hook", "session-end": "session-end-hook", "session-start": "compact-summary"}
+
+
+@dataclass
+class HookOptions:
+    db: Path
+    dry_run: bool = False
+    budget_secs: float = 20.0
+    include_sidechain: bool = False
+    min_confidence: float | None = None     # the scorer's probability floor (None: the trained threshold)
+    domain: str = "project"
+    event: str = "pre-compact"
+
+    @classmethod
+    def from_env(cls, db: Path, dry_run: bool = False, event: str = "pre-compact") -> "HookOptions":
+        """The hook's settings (raises ConfigError naming a variable that does not parse)."""
+        from subcog_store.config import process_setting
+
+        return cls(db=db, dry_run=dry_run, budget_secs=float(process_setting("hook_budget_secs")),
+                   include_sidechain=bool(process_setting("hook_include_sidechain")),
+                   min_confidence=process_setting("hook_min_confidence"), event=event)  # type: ignore[arg-type]
+
+    @property
+    def tags(self) -> list[str]:
+        return ["auto-captured", "compact-summary" if self.event == "session-start" else self.event]
+
+
+@dataclass
+class Run:
+    """What one pre-compact run did; `report()` is what is stored and shown."""
+
+    session_id: str | None = None
+    transcript_path: str | None = None
+    trigger: str | None = None
+    dry_run: bool = False
+    captured: list[dict] = field(default_factory=list)
+    skipped: list[dict] = field(default_factory=list)
+    errors: list[dict] = field(default_factory=list)
+    redacted: int = 0
+    records: int = 0
+    bad_lines: int = 0
+    truncated: bool = False
+    first_run: bool = False      # nothing of this transcript was read before
+    log: str = ""
+    started_at: float = field(default_factory=time.time)
+
+    def fail(self, summary: str, error: BaseException | str) -> None:
+        detail = f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else error
+        self.errors.append({"summary": summary, "detail": detail[:500]})
+        log.warning("capture: %s: %s", summary, detail[:500])
+
+    def report(self) -> dict[str, Any]:
+        return {"session_id": self.session_id, "dry_run": self.dry_run, "captured": self.captured,
+                "skipped": self.skipped, "redacted": self.redacted, "errors": self.errors, "records": self.records,
+                "bad_lines": self.bad_lines, "truncated": self.truncated, "log": self.log, "first_run": self.first_run}
+
+    @property
+    def status(self) -> str:
+        if self.dry_run:
+            return "dry_run"
+        return "failed" if self.errors and not self.captured else ("partial" if self.errors or self.truncated
+                                                                     else "ok")
+
+
+def pre_compact(raw: bytes, options: HookOptions) -> Run:
+    """Capture the unread part of the transcript. Never raises: problems land in `run.errors`."""
+    from subcog_store.hook.handlers import log_path, parse_payload
+
+    started = time.monotonic()
+    deadline = started + options.budget_secs
+    run = Run(dry_run=options.dry_run, log=str(log_path()))
+    try:
+        payload = parse_payload(raw)
+    except ValueError as e:
+        run.fail(str(e), e)
+        return run
+    return capture_payload(payload, options, run, started, deadline)
+
+
+def capture_payload(payload: dict, options: HookOptions, run: Run, started: float, deadline: float) -> Run:
+    """Capture the unread part of the transcript the hook input names (see `pre_compact`)."""
+    from subcog_store.hook.handlers import domain_of
+    run.session_id = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
+    run.trigger = payload.get("trigger") if isinstance(payload.get("trigger"), str) else options.event
+    options.domain = domain_of(payload)
+    path = payload.get("transcript_path")
+    if not isinstance(path, str) or not path:
+        run.fail("no transcript_path in the hook input", "missing transcript_path")
+        return run
+    run.transcript_path = path
+    try:
+        _capture_transcript(run, options, deadline)
+    except Exception as e:  # fail open: the compaction goes on
+        run.fail("capture failed", e)
+    log.info("%s session=%s captured=%d skipped=%d redacted=%d errors=%d in %.0f ms", options.event,
+             run.session_id, len(run.captured), len(run.skipped), run.redacted, len(run.errors),
+             (time.monotonic() - started) * 1000)
+    return run
+
+
+def _capture_transcript(run: Run, options: HookOptions, deadline: float) -> None:
+    import apsw
+
+    from subcog_store.errors import SubcogError
+    from subcog_store.hook.extract import extract_candidates
+    from subcog_store.hook.transcript import TranscriptError, read_assistant_texts
+    from subcog_store.store import Store
+
+    try:
+        dry_without_db = options.dry_run and not Path(options.db).exists()
+        store = Store(":memory:" if dry_without_db else options.db, readonly=options.dry_run and not dry_without_db,
+                      fetch_model=False)
+    except SubcogError as e:
+        run.fail("memory store unavailable", e)
+        return
+    with store:
+        keep_to_budget(store, deadline)
+        session_key = run.session_id or ""
+        offset = _stored_offset(store, session_key, run.transcript_path)
+        run.first_run = offset == 0
+        try:
+            read = read_assistant_texts(run.transcript_path, offset, include_sidechain=options.include_sidechain,
+                                        deadline=deadline)
+        except TranscriptError as e:
+            run.fail("transcript unreadable", e)
+            return
+        run.records, run.bad_lines, run.truncated = read.records, read.bad_lines, read.truncated
+        candidates, next_offset = [], read.next_offset
+        for start in range(0, len(read.texts), EXTRACT_CHUNK):  # bounded by the deadline too
+            if time.monotonic() > deadline:
+                next_offset, run.truncated = read.texts[start].offset, True
+                run.fail("time budget used up; the rest is captured next time", "budget")
+                break
+            candidates += extract_candidates(read.texts[start:start + EXTRACT_CHUNK],
+                                             min_confidence=options.min_confidence)
+        run.redacted = sum(c.redacted for c in candidates)
+        stopped_at = _capture_all(run, store, candidates, options, deadline) if not run.errors else None
+        if stopped_at is not None:
+            next_offset, run.truncated = min(next_offset, stopped_at), True
+        if options.dry_run:
+            return
+        keep_to_budget(store, deadline, grace=SAVE_GRACE_SECS)
+        try:
+            _save(store, run, session_key, next_offset if next_offset > offset else None)
+        except apsw.Error as e:
+            run.fail("could not save the run (the captures are saved)", e)
+
+
+def keep_to_budget(store, deadline: float, grace: float = 0.0) -> None:
+    """Waiting for another process's lock must not outlast the hook's time budget (plus a short grace for
+    saving where the run stopped, so its progress is not lost)."""
+    remaining = max(deadline - time.monotonic(), 0.0)
+    store.con.setbusytimeout(max(1, int(max(remaining, grace) * 1000)))
+
+
+def _stored_offset(store, session_key: str, path: str) -> int:
+    from subcog_store.db.sqlfiles import q
+
+    row = store.con.execute(q("get_hook_offset"), {"session_id": session_key, "transcript_path": path}).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _save(store, run: Run, session_key: str, offset: int | None) -> None:
+    """Where this run stopped reading (when it finished) and its report, in one transaction."""
+    from subcog_store.clock import iso
+    from subcog_store.db.connection import immediate
+    from subcog_store.db.sqlfiles import q
+
+    now = iso(store.clock())
+    with immediate(store.con):
+        if offset is not None:
+            store.con.execute(q("set_hook_offset"), {"session_id": session_key, "transcript_path": run.transcript_path,
+                                                     "byte_offset": offset, "now": now})
+        store.con.execute(q("insert_hook_run"), {
+            "session_id": run.session_id, "transcript_path": run.transcript_path, "trigger": run.trigger,
+            "started_at": iso(run.started_at), "finished_at": now, "status": run.status, "captured": len(run.captured),
+            "skipped": len(run.skipped), "redacted": run.redacted, "report": json.dumps(run.report())})
+
+
+def _capture_all(run: Run, store, candidates: list, options: HookOptions, deadline: float) -> int | None:
+    """Capture (or, dry run, check) the candidates, repeats within the batch skipped; returns the transcript
+    offset to resume from when the time budget or the lock stopped the run first (None: all handled)."""
+    from subcog_store.errors import DatabaseError
+    from subcog_store.store import CaptureRequest
+
+    requests = [CaptureRequest(c.text, c.namespace, options.domain, round(c.confidence, 2), options.tags,
+                               SOURCES[options.event], run.session_id) for c in candidates]
+    outcomes = store.capture_many(requests, deadline=deadline, dry_run=options.dry_run)
+    for c, o in zip(candidates, outcomes):
+        if not o.handled:
+            run.fail("time budget used up; the rest is captured next time", "budget")
+            return c.offset
+        if o.error is not None:
+            if isinstance(o.error, DatabaseError) and "locked" in str(o.error):
+                run.fail("memory store locked; the rest is captured next time", o.error)
+                return c.offset
+            run.fail("a capture failed", f"{type(o.error).__name__} for {fingerprint(c.text)}: {o.error}")
+            if isinstance(o.error, DatabaseError):
+                return c.offset
+            continue
+        if o.repeat_of is not None:
+            run.skipped.append({"content": c.text, "namespace": c.namespace, "reason": "in_batch",
+                                "same_as": candidates[o.repeat_of].text[:60], "matched_urn": None,
+                                "similarity": None if o.similarity is None else round(o.similarity, 4)})
+            continue
+        _report_one(run, c, o, options)
+    return None
+
+
+def _report_one(run: Run, c, o, options: HookOptions) -> None:
+    if o.check is not None:   # dry run
+        check, stored, decision, urn, reasoning = o.check, not o.check.is_duplicate, "stored", None, None
+    else:
+        r = o.result
+        check, stored, decision, urn, reasoning = r.check, r.stored, r.decision, r.urn, r.reasoning
+    if stored:
+        entry = {"content": c.text, "namespace": c.namespace, "urn": urn, "confidence": round(c.confidence, 2),
+                 "decision": decision}
+        changed = next((n for n in check.neighbours if n.changed_fact), None)
+        if decision == "changed_fact" and changed:
+            from subcog_store.db.memories import urn as make_urn
+
+            entry.update(matched_urn=make_urn(options.domain, c.namespace, changed.memory_id),
+                         reasoning=reasoning or changed.changed_fact)
+        run.captured.append(entry)
+    else:
+        run.skipped.append({"content": c.text, "namespace": c.namespace, "reason": check.reason,
+                            "matched_urn": check.matched_urn, "similarity": check.similarity_score,
+                            "seconds_ago": check.captured_seconds_ago, "decision": decision})
+
+
+def capture_output(run: Run | None, event: str, fmt: str = "default", problem: str | None = None) -> str:
+    """What the hook prints.
+
+    pre-compact, default: plain text. The client hands PreCompact's stdout, JSON or not, to the summarizer as
+    "Additional Instructions" and shows the same raw line to the user (seen in Claude Code 2.1.328), so one
+    short status line for the user, then the request that the summary end with the lasting facts, which
+    session-start (compact) captures. `--format json` prints the earlier `{"systemMessage": ...}`,
+    `--format subcog` the original design's report (which the real client rejects on PreCompact).
+    session-end: nothing (the session is over; the report is in `hook_runs` and the log).
+    """
+    if event == "session-end":
+        return ""
+    if run is None:
+        message = f"subcog: capture skipped: {problem}"
+        return json.dumps({"systemMessage": message}, ensure_ascii=False) if fmt == "json" else message
+    report = run.report()
+    if fmt == "subcog":
+        return json.dumps({"hookSpecificOutput": {"hookEventName": "PreCompact",
+                                                  "additionalContext": markdown(report)}}, ensure_ascii=False)
+    if fmt == "json":
+        return json.dumps({"systemMessage": system_message(report)}, ensure_ascii=False)
+    from subcog_store.hook.summary import SUMMARY_INSTRUCTION
+
+    return system_message(report) + ".\n" + SUMMARY_INSTRUCTION

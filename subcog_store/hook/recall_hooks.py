@@ -1,0 +1,138 @@
+"""The hooks that bring memories back: `session-start` and `user-prompt-submit`.
+
+- session-start, source startup / resume / clear: the project's index (most important current memories).
+- session-start, source compact: the capture report of the compaction (once), the lasting facts of the new
+  compaction summary captured, the compaction recorded (what the session captured before it becomes
+  recallable), and the index of what the new context most needs, all within the start budget.
+- user-prompt-submit: the memories relevant to the prompt, or nothing.
+Both answer with `hookSpecificOutput.additionalContext` (or print nothing) and record what they gave in
+`recall_log`. The prompt hook uses the model only when it is already loaded in this process (the warm worker);
+otherwise the text side answers alone and `recall_log` says so.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+
+from subcog_store.hook.report import markdown
+
+log = logging.getLogger("subcog_store.hook.recall")
+REPORT_HEADER = "subcog memory report from before this compaction:"
+SOURCES = ("startup", "resume", "clear", "compact", "fork")
+SUMMARY_BUDGET_SECS = 4.0       # the compaction summary's capture, within SessionStart's 10 s
+MAX_PROMPT_CHARS = 4000
+
+
+def _output(event: str, text: str) -> str:
+    if not text:
+        return ""
+    return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}},
+                      ensure_ascii=False)
+
+
+def _open(db: Path):
+    """The store, or None when there is none yet (a hook never creates one just to read it)."""
+    from subcog_store.store import Store
+
+    if not Path(db).exists():
+        return None
+    return Store(db, fetch_model=False)
+
+
+def session_start(payload: dict, db: Path, store_factory=None) -> str:
+    """The additionalContext for a new context window (see the module docstring); "" for nothing."""
+    from subcog_store.hook.handlers import domain_of
+    from subcog_store.recall import inject
+
+    source = payload.get("source")
+    if source not in SOURCES:
+        return ""
+    session_id = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
+    domain = domain_of(payload)
+    started = time.perf_counter()
+    if source == "compact" and session_id and Path(db).exists():
+        _capture_summary(payload, db)
+    store = (store_factory or _open)(db)
+    if store is None:
+        return ""
+    with store:
+        if not store.settings.recall_enabled and source != "compact":
+            return ""
+        parts, budget = [], int(store.settings.recall_start_tokens)
+        if source == "compact" and session_id:
+            report = _take_report(store, session_id)
+            if report:
+                parts.append(report)
+                budget -= inject.tokens(report)
+            inject.record_compaction(store, session_id)
+        recall = inject.Recall(method="index", reason="recall disabled")
+        if store.settings.recall_enabled:
+            header = ("Other memories of this project (subcog; `subcog-store show <URN>` for more):" if parts
+                      else None)
+            recall = inject.start_index(store, domain, session_id, budget_tokens=max(0, budget), header=header)
+            if recall.text:
+                parts.append(recall.text)
+        text = "\n\n".join(parts)
+        recall.text = text
+        inject.log(store, recall, hook=f"session-start:{source}", domain=domain, session_id=session_id, query=None,
+                   started=started)
+    return _output("SessionStart", text)
+
+
+def _take_report(store, session_id: str) -> str:
+    """The last undelivered capture report of the session, marked delivered (it is given once)."""
+    from subcog_store.clock import iso
+    from subcog_store.db.connection import immediate
+    from subcog_store.db.sqlfiles import q
+
+    row = store.con.execute(q("undelivered_hook_run"), {"session_id": session_id}).fetchone()
+    if row is None:
+        return ""
+    with immediate(store.con):
+        store.con.execute(q("mark_hook_run_delivered"), {"session_id": session_id, "now": iso(store.clock())})
+    return REPORT_HEADER + "\n" + markdown(json.loads(row[1]))
+
+
+def _capture_summary(payload: dict, db: Path) -> None:
+    """The compaction summary (and anything written since the last capture) through the capture path."""
+    from subcog_store.hook.capture import HookOptions, Run, capture_payload
+    from subcog_store.hook.handlers import log_path
+
+    if not isinstance(payload.get("transcript_path"), str):
+        return
+    options = HookOptions.from_env(db, event="session-start")
+    options.budget_secs = min(options.budget_secs, SUMMARY_BUDGET_SECS)
+    started = time.monotonic()
+    run = Run(log=str(log_path()))
+    capture_payload({**payload, "trigger": "compact-summary"}, options, run, started, started + options.budget_secs)
+
+
+def user_prompt_submit(payload: dict, db: Path, use_model: bool = False, store_factory=None) -> str:
+    """The additionalContext for a prompt: relevant memories past the abstain gate, or "" (most prompts)."""
+    from subcog_store.errors import InvalidInput
+    from subcog_store.hook.handlers import domain_of
+    from subcog_store.recall import inject
+
+    prompt = payload.get("prompt")
+    session_id = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
+    domain = domain_of(payload)
+    started = time.perf_counter()
+    store = (store_factory or _open)(db)
+    if store is None:
+        return ""
+    with store:
+        if not store.settings.recall_enabled:
+            return ""
+        if not isinstance(prompt, str) or not prompt.strip():
+            recall = inject.Recall(reason="empty prompt")
+        else:
+            try:
+                recall = inject.prompt_context(store, prompt[:MAX_PROMPT_CHARS], domain, session_id,
+                                               use_model=use_model or store.model_loaded)
+            except InvalidInput as e:   # all stopwords, punctuation, a lone surrogate
+                recall = inject.Recall(reason=f"nothing to search: {e}")
+        inject.log(store, recall, hook="user-prompt-submit", domain=domain, session_id=session_id,
+                   query=prompt if isinstance(prompt, str) else None, started=started)
+    return _output("UserPromptSubmit", recall.text)

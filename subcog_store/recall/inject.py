@@ -1,0 +1,179 @@
+"""What the hooks hand the model: few memories, relevant, current, and nothing when nothing fits.
+
+- `start_index`: for a new, resumed or cleared session, a compact index of the project's most important current
+  memories (one line each, with its URN) within SUBCOG_RECALL_START_TOKENS.
+- `prompt_context`: for a prompt, the memories that clear the abstain gate (cosine >= SUBCOG_RECALL_MIN_SIMILARITY,
+  or without the model a word match >= SUBCOG_RECALL_MIN_TEXT_MATCH), at most SUBCOG_RECALL_PROMPT_LIMIT within
+  SUBCOG_RECALL_PROMPT_TOKENS; for most prompts nothing.
+A memory is injected once per session; memories the session captured itself stay out until it is compacted; all
+hooks of a session share SUBCOG_RECALL_SESSION_TOKENS. Every call is recorded in `recall_log` (ids, scores,
+tokens, the query's fingerprint, never its text). Secrets are redacted again on the way out.
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from subcog_store.clock import iso, parse_iso
+from subcog_store.db.connection import dict_rows, immediate
+from subcog_store.db.memories import Memory
+from subcog_store.db.sqlfiles import q
+from subcog_store.recall.search import DECAY_BASE, DECAY_DAYS, RECENCY_HALF_LIFE_DAYS, search
+from subcog_store.text.normalize import fingerprint
+from subcog_store.text.redact import shown
+
+if TYPE_CHECKING:
+    from subcog_store.store import Store
+
+PROMPT_HEADER = "Memories from earlier sessions of this project that may bear on this prompt (subcog):"
+CHARS_PER_TOKEN = 4
+LINE_CHARS = 200             # an index or context line is cut here
+INDEX_CANDIDATES = 200
+
+
+def tokens(text: str) -> int:
+    """Estimated tokens: 4 characters a token."""
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+@dataclass
+class Recall:
+    """What one hook call hands the model, and why."""
+
+    text: str = ""
+    memory_ids: list[str] = field(default_factory=list)
+    scores: list[float] = field(default_factory=list)
+    method: str | None = None
+    reason: str | None = None
+
+    @property
+    def tokens(self) -> int:
+        return tokens(self.text)
+
+
+def line(memory: Memory, outdated: bool = False) -> str:
+    """One memory as one line: namespace, text (cut), URN."""
+    text = " ".join((shown(memory.content) or "").split())
+    if len(text) > LINE_CHARS:
+        text = text[: LINE_CHARS - 1] + "…"
+    note = f" (earlier fact; updated by {memory.successor_id})" if outdated else ""
+    return f"- [{memory.namespace}] {text} ({memory.urn}){note}"
+
+
+class SessionState:
+    """What a session has already been given, and which of its own memories are not yet recallable."""
+
+    def __init__(self, store: "Store", session_id: str | None):
+        self.session_id = session_id
+        con = store.con
+        self.injected = {r["id"] for r in dict_rows(con.execute(q("injected_in_session"),
+                                                                {"session_id": session_id}))} if session_id else set()
+        self.used_tokens = con.execute(q("tokens_in_session"), {"session_id": session_id}).fetchone()[0] \
+            if session_id else 0
+        compacted = con.execute(q("last_compaction"), {"session_id": session_id}).fetchone()[0] \
+            if session_id else None
+        self.compacted_at = parse_iso(compacted) if compacted else None
+
+    def excluded(self, memory: Memory) -> bool:
+        """Already injected, or captured by this session since its last compaction (no feedback loop)."""
+        if memory.id in self.injected:
+            return True
+        if self.session_id and memory.session_id == self.session_id:
+            return self.compacted_at is None or parse_iso(memory.created_at) > self.compacted_at
+        return False
+
+    def budget(self, store: "Store", per_call: int) -> int:
+        return max(0, min(per_call, int(store.settings.recall_session_tokens) - self.used_tokens))
+
+
+def prompt_context(store: "Store", prompt: str, domain: str, session_id: str | None, use_model: bool) -> Recall:
+    """The memories relevant to a prompt that clear the abstain gate (see the module docstring)."""
+    s = store.settings
+    state = SessionState(store, session_id)
+    budget = state.budget(store, int(s.recall_prompt_tokens))
+    if budget <= 0 or int(s.recall_prompt_limit) <= 0:
+        return Recall(reason="token budget used up")
+    found = search(store, prompt, domain=domain, limit=max(3 * int(s.recall_prompt_limit), 10),
+                   exclude=state.excluded, use_model=use_model)
+    if found.method == "hybrid":
+        gate = [h for h in found.hits if (h.similarity or -1.0) >= float(s.recall_min_similarity)]
+    else:
+        gate = [h for h in found.hits if (h.text_match or 0.0) >= float(s.recall_min_text_match)
+                and (h.text_rank is not None)]
+    chosen = {h.memory.id for h in gate}
+    gate = [h for h in gate if not (h.outdated_by and h.outdated_by in chosen)]  # the successor says it all
+    recall = Recall(method=found.method)
+    lines: list[str] = []
+    for h in gate[: int(s.recall_prompt_limit)]:
+        candidate = line(h.memory, outdated=bool(h.outdated_by))
+        if tokens("\n".join([PROMPT_HEADER, *lines, candidate])) > budget:
+            recall.reason = "token budget"
+            break
+        lines.append(candidate)
+        recall.memory_ids.append(h.memory.id)
+        recall.scores.append(round(h.similarity if found.method == "hybrid" else (h.text_match or 0.0), 4))
+    if lines:
+        recall.text = "\n".join([PROMPT_HEADER, *lines])
+    elif recall.reason is None:
+        recall.reason = "abstained: nothing relevant enough" if found.hits else "abstained: nothing found"
+    if found.note and found.method == "text":
+        recall.reason = f"{recall.reason + '; ' if recall.reason else ''}{found.note}"
+    return recall
+
+
+def start_index(store: "Store", domain: str, session_id: str | None, budget_tokens: int | None = None,
+                header: str | None = None) -> Recall:
+    """The project's most important current memories, one line each, within the start budget."""
+    s = store.settings
+    state = SessionState(store, session_id)
+    budget = state.budget(store, int(s.recall_start_tokens) if budget_tokens is None else budget_tokens)
+    if budget <= 0:
+        return Recall(method="index", reason="token budget used up")
+    now = store.clock()
+    rows = [Memory.from_row(r) for r in dict_rows(store.con.execute(q("top_memories"), {
+        "domain": domain, "limit": INDEX_CANDIDATES}))]
+    current = [m for m in rows if not m.successor_id and not state.excluded(m)]
+
+    def weight(m: Memory) -> float:
+        age_days = max(0.0, now - parse_iso(m.created_at)) / 86400
+        return m.importance * DECAY_BASE ** (age_days / DECAY_DAYS) * (1 + 0.1 * 0.5 ** (age_days /
+                                                                                        RECENCY_HALF_LIFE_DAYS))
+    current.sort(key=weight, reverse=True)
+    header = header or ("Memories of this project from earlier sessions (subcog; most important first; "
+                        "`subcog-store show <URN>` or the subcog MCP tools for more):")
+    recall = Recall(method="index")
+    lines: list[str] = []
+    for m in current:
+        candidate = line(m)
+        if tokens("\n".join([header, *lines, candidate])) > budget:
+            recall.reason = "token budget"
+            break
+        lines.append(candidate)
+        recall.memory_ids.append(m.id)
+        recall.scores.append(round(weight(m), 4))
+    if lines:
+        recall.text = "\n".join([header, *lines])
+    elif recall.reason is None:
+        recall.reason = "no memories for this project yet"
+    return recall
+
+
+def log(store: "Store", recall: Recall, *, hook: str, domain: str, session_id: str | None, query: str | None,
+        started: float) -> None:
+    """One recall_log row (best effort: a busy store does not hold the hook up)."""
+    with immediate(store.con):
+        store.con.execute(q("log_recall"), {
+            "recalled_at": iso(store.clock()), "session_id": session_id, "hook": hook, "domain": domain,
+            "query_fingerprint": fingerprint(query) if query else None, "method": recall.method,
+            "memory_ids": json.dumps(recall.memory_ids), "scores": json.dumps(recall.scores),
+            "tokens": recall.tokens, "reason": recall.reason,
+            "duration_ms": round((time.perf_counter() - started) * 1000, 3)})
+
+
+def record_compaction(store: "Store", session_id: str) -> None:
+    """The session was compacted now: what it captured so far becomes recallable in it."""
+    with immediate(store.con):
+        store.con.execute(q("record_compaction"), {"session_id": session_id, "compacted_at": iso(store.clock())})

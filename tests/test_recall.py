@@ -1,0 +1,314 @@
+"""Recall: the project's domain, hybrid search, current facts first, and what the hooks inject (few, relevant,
+once, within budget, nothing when nothing fits). Real SQLite, real model."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import cli_command, clean_environ
+from subcog_store import review
+from subcog_store.errors import InvalidInput
+from subcog_store.hook import recall_hooks
+from subcog_store.recall import inject
+from subcog_store.scope import LEGACY_DOMAIN, domain_for
+from subcog_store.store import Store
+
+APP = "shop-app"
+OTHER = "billing-svc"
+FACTS = {
+    "redis": ("decisions", "We decided to use Redis for the session cache with a TTL of 5 minutes, because sessions "
+                           "are read on every request and Postgres was the bottleneck."),
+    "pgbouncer": ("decisions", "We chose PgBouncer in transaction mode for Postgres connection pooling because the "
+                               "app opens a new session per request."),
+    "webhook": ("context", "Important: the payment webhook must answer within 3 seconds, otherwise the provider "
+                           "retries and we charge twice."),
+    "migrations": ("patterns", "Convention: migration files are named YYYYMMDD_HHMM_description.sql and each runs "
+                               "in its own transaction."),
+    "healthz": ("learnings", "Learned that the load balancer health check hits /healthz every second per node, "
+                             "which alone accounts for 8% of the database queries."),
+}
+
+
+@pytest.fixture
+def filled(make_store) -> tuple[Store, dict[str, str]]:
+    store = make_store()
+    ids = {key: store.capture(text, ns, APP).memory_id for key, (ns, text) in FACTS.items()}
+    store.capture("The invoices service retries failed card payments three times with a one hour back-off.",
+                  "decisions", OTHER)
+    return store, ids
+
+
+# -- scope --------------------------------------------------------------------------------------------------
+
+def test_domain_is_the_git_top_level_and_unambiguous(tmp_path, monkeypatch):
+    monkeypatch.delenv("SUBCOG_HOOK_DOMAIN", raising=False)
+    one, two = tmp_path / "a" / "shop", tmp_path / "b" / "shop"
+    for repo in (one, two):
+        (repo / ".git").mkdir(parents=True)
+        (repo / "src" / "deep").mkdir(parents=True)
+    assert domain_for(one / "src" / "deep") == domain_for(one) == domain_for(str(one) + "/")
+    assert domain_for(one) != domain_for(two) and domain_for(one).startswith("shop-")
+    worktree = tmp_path / "wt"
+    worktree.mkdir()
+    (worktree / ".git").write_text("gitdir: /elsewhere/.git/worktrees/wt\n")   # a worktree's .git is a file
+    assert domain_for(worktree / ".") == domain_for(worktree)
+    plain = tmp_path / "notes"
+    plain.mkdir()
+    assert domain_for(plain).startswith("notes-")
+    assert domain_for(None) == domain_for(tmp_path / "missing") == LEGACY_DOMAIN
+    monkeypatch.setenv("SUBCOG_HOOK_DOMAIN", "mine")
+    assert domain_for(one) == "mine"
+
+
+def test_domain_command(tmp_path):
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    env = clean_environ()
+    out = subprocess.run([*cli_command(), "domain", "--cwd", str(tmp_path / "repo"), "--json"], capture_output=True,
+                         text=True, env=env)
+    assert out.returncode == 0 and json.loads(out.stdout)["domain"] == domain_for(tmp_path / "repo")
+
+
+# -- search -------------------------------------------------------------------------------------------------
+
+def test_hybrid_search_finds_a_paraphrase_without_shared_words(filled):
+    store, ids = filled
+    found = store.search("where do we keep logged-in users between page loads", domain=APP)
+    assert found.method == "hybrid" and found.hits[0].memory.id == ids["redis"]
+    assert found.hits[0].text_rank is None   # the vector side alone found it
+
+
+def test_search_stays_in_its_domain(filled):
+    store, ids = filled
+    found = store.search("retry failed card payments", domain=APP, limit=10)
+    assert all(h.memory.domain == APP for h in found.hits)
+    assert store.search("retry failed card payments", domain=OTHER).hits[0].memory.domain == OTHER
+
+
+def test_text_side_alone_without_the_model(filled):
+    store, ids = filled
+    found = store.search("health check queries", domain=APP, use_model=False)
+    assert found.method == "text" and "text side only" in found.note
+    assert found.hits[0].memory.id == ids["healthz"] and found.hits[0].similarity is None
+    assert store.search("logged-in users between page loads", domain=APP, use_model=False).hits == []
+
+
+def test_namespace_filter_and_explain(filled):
+    store, ids = filled
+    found = store.search("naming of database migration files", domain=APP, namespace="patterns")
+    assert [h.memory.namespace for h in found.hits] == ["patterns"]
+    comp = found.hits[0].to_dict(explain=True)
+    assert set(comp) >= {"id", "urn", "namespace", "content", "score", "created_at"}
+    assert set(comp["components"]) >= {"similarity", "vector_rank", "text_rank", "rrf", "decayed_importance",
+                                       "recency"}
+
+
+@pytest.mark.parametrize("query", ["", "   ", 7, "bad \ud800"])
+def test_bad_queries_are_refused(filled, query):
+    with pytest.raises(InvalidInput):
+        filled[0].search(query, domain=APP)
+
+
+def test_a_changed_fact_outdates_the_old_one_and_never_outranks_it(filled, clock):
+    store, ids = filled
+    clock.advance(3600)
+    newer = store.capture(FACTS["redis"][1].replace("5 minutes", "10 minutes"), "decisions", APP)
+    assert newer.decision == "changed_fact" and newer.outdated == [ids["redis"]]
+    old = store.get(ids["redis"])
+    assert old.status == "active" and old.successor_id == newer.memory_id
+    for query in ("session cache TTL of 5 minutes", "Redis session cache TTL"):
+        order = [h.memory.id for h in store.search(query, domain=APP, limit=10).hits]
+        assert order.index(newer.memory_id) < order.index(ids["redis"]), query
+    # reversible: the link goes, the new memory is retired
+    review.reverse(store, newer.decision_id)
+    assert store.get(ids["redis"]).successor_id is None and store.get(newer.memory_id).status == "deleted"
+
+
+def test_all_includes_retired_memories_linked_to_their_successor(filled):
+    store, ids = filled
+    store.forget(ids["webhook"], "obsolete")
+    assert ids["webhook"] not in [h.memory.id for h in store.search("payment webhook", domain=APP).hits]
+    found = store.search("payment webhook answer", domain=APP, include_all=True)
+    assert found.hits[0].memory.id == ids["webhook"] and found.hits[0].memory.status == "deleted"
+
+
+def test_forget_is_logged_and_reversible(filled):
+    store, ids = filled
+    decision = store.forget(ids["healthz"])
+    assert store.get(ids["healthz"]).status == "deleted"
+    assert review.decision(store, decision)["decision"] == "forgotten"
+    review.reverse(store, decision)
+    assert store.get(ids["healthz"]).status == "active"
+    assert store.search("health check", domain=APP).hits[0].memory.id == ids["healthz"]
+
+
+def test_move_domain_moves_everything_and_merges_repeats(make_store):
+    store = make_store()
+    kept = store.capture(FACTS["webhook"][1], "context", LEGACY_DOMAIN).memory_id
+    twin = store.capture(FACTS["migrations"][1], "patterns", LEGACY_DOMAIN).memory_id
+    there = store.capture(FACTS["migrations"][1], "patterns", APP).memory_id
+    result = store.move_domain(LEGACY_DOMAIN, APP)
+    assert result == {"source": LEGACY_DOMAIN, "target": APP, "moved": 2, "merged": 1}
+    assert store.get(kept).domain == APP and store.get(twin).status == "merged"
+    assert store.get(twin).successor_id == there
+    assert store.search("payment webhook", domain=APP).hits[0].memory.id == kept
+    from subcog_store.doctor import diagnose
+
+    assert all(f.ok for f in diagnose(store.con))
+
+
+def test_jsonl_import_keeps_created_at_and_session(tmp_path):
+    db = tmp_path / "m.db"
+    lines = "\n".join(json.dumps({"content": text, "namespace": ns, "domain": APP, "session_id": "s-1",
+                                  "created_at": "2025-01-02T03:04:05Z"}) for ns, text in FACTS.values())
+    out = subprocess.run([*cli_command(), "--db", str(db), "capture", "--jsonl"], input=lines + "\n",
+                         capture_output=True, text=True, env=clean_environ())
+    assert out.returncode == 0, out.stderr
+    with Store(db) as store:
+        memory = store.memories(domain=APP)[0]
+    assert memory.created_at == "2025-01-02T03:04:05.000Z" and memory.session_id == "s-1"
+
+
+# -- injection ----------------------------------------------------------------------------------------------
+
+def prompt(store: Store, text: str, session: str = "s-new", use_model: bool = True) -> str:
+    payload = {"session_id": session, "prompt": text, "cwd": "/x", "hook_event_name": "UserPromptSubmit"}
+    return recall_hooks.user_prompt_submit(payload, Path(store.path), use_model=use_model,
+                                           store_factory=lambda _: _Borrowed(store))
+
+
+class _Borrowed:
+    """The test's store, handed to a hook without being closed by it."""
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    def __enter__(self) -> Store:
+        return self.store
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+    def __getattr__(self, name):
+        return getattr(self.store, name)
+
+
+@pytest.fixture
+def make_project(make_store, monkeypatch):
+    """make_project(**settings): a store of APP's memories (captured by an earlier session)."""
+    monkeypatch.setenv("SUBCOG_HOOK_DOMAIN", APP)
+
+    def make(**settings):
+        store = make_store(**settings)
+        ids = {key: store.capture(text, ns, APP, session_id="s-old").memory_id for key, (ns, text) in FACTS.items()}
+        return store, ids
+    return make
+
+
+@pytest.fixture
+def project(make_project):
+    return make_project()
+
+
+def context(out: str) -> str:
+    return json.loads(out)["hookSpecificOutput"]["additionalContext"] if out else ""
+
+
+def test_a_relevant_prompt_gets_its_memory_and_an_irrelevant_one_nothing(project):
+    store, ids = project
+    out = prompt(store, "How long do user sessions stay in the cache before they expire?")
+    assert json.loads(out)["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+    assert ids["redis"] in context(out) and ids["healthz"] not in context(out)
+    for text in ("Write a haiku about autumn leaves.", "What is 17 times 23?", "?!?!", "the of and to"):
+        assert prompt(store, text) == "", text
+    rows = store.con.execute("select memory_ids, reason, query_fingerprint from recall_log").fetchall()
+    assert json.loads(rows[0][0]) == [ids["redis"]] and len(rows) == 5
+    assert all(r[1] and "abstained" in r[1] or "nothing" in r[1] for r in rows[1:])
+    assert all(len(r[2]) == 16 for r in rows)   # fingerprints, never the prompt
+
+
+def test_a_memory_is_injected_once_per_session(project):
+    store, ids = project
+    first = prompt(store, "How long do sessions stay in the Redis cache?", session="s1")
+    assert ids["redis"] in context(first)
+    assert ids["redis"] not in context(prompt(store, "And the Redis session cache TTL again?", session="s1"))
+    assert ids["redis"] in context(prompt(store, "How long do sessions stay in the Redis cache?", session="s2"))
+
+
+def test_the_sessions_own_memories_wait_for_a_compaction(project):
+    store, ids = project
+    own = store.capture("We decided to cap the upload size at 25 MB because the CDN rejects larger bodies.",
+                        "decisions", APP, session_id="s-live").memory_id
+    assert own not in context(prompt(store, "What is the maximum upload size and why?", session="s-live"))
+    assert own in context(prompt(store, "What is the maximum upload size and why?", session="s-other"))
+    inject.record_compaction(store, "s-live")
+    assert own in context(prompt(store, "What is the maximum upload size and why?", session="s-live"))
+
+
+def test_one_token_budget_per_session(make_project):
+    store, ids = make_project(recall_session_tokens=80)
+    assert ids["redis"] in context(prompt(store, "How long do sessions stay in the Redis cache?", session="b"))
+    assert prompt(store, "What does the health check cost the database?", session="b") == ""
+    reasons = [r[0] for r in store.con.execute("select reason from recall_log order by id")]
+    assert "budget" in reasons[-1]
+
+
+def test_without_the_model_the_text_side_answers(project, make_store):
+    store, ids = project
+    cold = make_store(path=store.path, use_shared_embedder=False)   # a fresh hook process: no model loaded
+    out = prompt(cold, "How often does the load balancer health check hit /healthz?", use_model=False)
+    assert not cold.model_loaded
+    assert ids["healthz"] in context(out)
+    row = store.con.execute("select method, reason from recall_log").fetchone()
+    assert row[0] == "text"
+
+
+def test_secrets_are_redacted_on_the_way_out(project):
+    store, ids = project
+    secret = "glpat-" + "FAKEa1b2c3d4e5f6g7h8"
+    store.con.execute("update memories set content = content || ' Deploy token: ' || ? where id = ?",
+                      (secret, ids["redis"]))
+    out = prompt(store, "How long do sessions stay in the Redis cache?")
+    assert ids["redis"] in context(out) and secret not in out
+
+
+def test_session_start_index_for_a_new_session(project):
+    store, ids = project
+    payload = {"session_id": "s-start", "source": "startup", "cwd": "/x", "hook_event_name": "SessionStart"}
+    out = recall_hooks.session_start(payload, Path(store.path), store_factory=lambda _: _Borrowed(store))
+    text = context(out)
+    assert all(f"subcog://{APP}/" in line for line in text.splitlines()[1:])
+    assert sum(memory_id in text for memory_id in ids.values()) == len(ids)
+    assert inject.tokens(text) <= int(store.settings.recall_start_tokens)
+    # the index counts against the session's budget and is not repeated by the prompt hook
+    assert ids["redis"] not in context(prompt(store, "How long do sessions stay in the Redis cache?", "s-start"))
+
+
+def test_session_start_index_respects_its_budget(make_project):
+    store, ids = make_project(recall_start_tokens=90)
+    payload = {"session_id": "s-b", "source": "resume", "cwd": "/x"}
+    text = context(recall_hooks.session_start(payload, Path(store.path), store_factory=lambda _: _Borrowed(store)))
+    assert 0 < inject.tokens(text) <= 90 and len(text.splitlines()) < len(ids) + 1
+
+
+def test_cli_search_json_and_errors(tmp_path):
+    db = tmp_path / "m.db"
+    env = clean_environ()
+    for key, (ns, text) in FACTS.items():
+        subprocess.run([*cli_command(), "--db", str(db), "capture", "-n", ns, "-d", APP, text], check=True,
+                       capture_output=True, env=env)
+    out = subprocess.run([*cli_command(), "--db", str(db), "search", "Redis session cache", "-d", APP, "--json",
+                          "--explain"], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["method"] == "hybrid" and "Redis" in data["results"][0]["content"]
+    assert set(data["results"][0]) >= {"id", "urn", "namespace", "content", "score", "created_at", "components"}
+    bad = subprocess.run([*cli_command(), "--db", str(db), "search", "   ", "-d", APP], capture_output=True,
+                         text=True, env=env)
+    assert bad.returncode == 2 and "empty" in bad.stderr and "Traceback" not in bad.stderr
+    huge = subprocess.run([*cli_command(), "--db", str(db), "search", "x", "--limit", "99999999999999999999"],
+                          capture_output=True, text=True, env=env)
+    assert huge.returncode == 2 and "Traceback" not in huge.stderr
