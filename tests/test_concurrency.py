@@ -141,7 +141,10 @@ def test_four_processes_capture_the_same_texts(tmp_path: Path, embedder) -> None
         assert store.con.execute("select count(distinct content) from memories").fetchone()[0] == len(TEXTS)
         assert store.con.execute("select count(*) from memory_vectors").fetchone()[0] == len(TEXTS)
         assert store.con.execute("select count(*) from dedup_log").fetchone()[0] == WORKERS * len(TEXTS)
-        assert store.con.execute("select count(*) from dedup_checks").fetchone()[0] == 2 * WORKERS * len(TEXTS)
+        # every capture logs its check in its own transaction; a plain check's row is best effort (it waits at
+        # most 250 ms behind another process's capture, so a loaded machine may drop a few)
+        checks_logged = store.con.execute("select count(*) from dedup_checks").fetchone()[0]
+        assert WORKERS * len(TEXTS) <= checks_logged <= 2 * WORKERS * len(TEXTS)
         assert store.con.execute("select count(*) from schema_migrations").fetchone()[0] == latest_version()
         findings = diagnose(store.con)
         assert all(f.ok for f in findings), [f for f in findings if not f.ok]
