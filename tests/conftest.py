@@ -86,6 +86,37 @@ def shared_dir() -> Path:
     return path
 
 
+class TinyEmbedder:
+    """A deterministic stand-in for tests that only need vectors (doctor, undo, storage): a bag of hashed words
+    scaled to unit length. Texts sharing words are close; meaning plays no part, so behaviour that depends on
+    meaning is tested with the real model."""
+
+    dimensions = 384
+    loaded = True
+
+    def load(self) -> None:
+        pass
+
+    def embed_batch(self, texts):
+        import hashlib
+
+        import numpy as np
+
+        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in text.lower().split():
+                digest = hashlib.blake2b(word.encode(), digest_size=4).digest()
+                out[row, int.from_bytes(digest, "little") % self.dimensions] += 1.0
+            norm = float(np.linalg.norm(out[row]))
+            out[row] = out[row] / norm if norm else out[row]
+        return out
+
+
+@pytest.fixture
+def tiny_embedder() -> TinyEmbedder:
+    return TinyEmbedder()
+
+
 @pytest.fixture(scope="session")
 def embedder() -> Embedder:
     """The real embedder, loaded once for the whole session."""

@@ -25,6 +25,12 @@ def failed(con) -> dict[str, list[str]]:
 
 
 @pytest.fixture
+def store(make_store, tiny_embedder):
+    """Doctor checks storage, not meaning: vectors from the tiny deterministic embedder."""
+    return make_store(embedder_=tiny_embedder)
+
+
+@pytest.fixture
 def seeded(store):
     ids = [store.capture(text, "decisions").memory_id for text in TEXTS]
     store.capture(TEXTS[0], "patterns")
