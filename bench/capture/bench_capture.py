@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 
 from bench.capture import train_scorer as ts  # noqa: E402
 from subcog_store.hook import scorer as sc  # noqa: E402
-from subcog_store.hook.classify import legacy_candidates  # noqa: E402
+from bench.capture.legacy_classifier import legacy_candidates  # noqa: E402
 from subcog_store.hook.extract import extract_candidates, judge, load_scorer  # noqa: E402
 from subcog_store.hook.sentences import split_units  # noqa: E402
 from subcog_store.hook.transcript import AssistantText, read_assistant_texts  # noqa: E402

@@ -32,7 +32,7 @@ from subcog_store.hook import scorer as sc  # noqa: E402
 from subcog_store.hook.sentences import MIN_CHARS, split_units  # noqa: E402
 from subcog_store.hook.transcript import read_assistant_texts  # noqa: E402
 
-from subcog_store.hook.classify import legacy_candidates as extract_candidates  # noqa: E402 (the old rules)
+from bench.capture.legacy_classifier import legacy_candidates as extract_candidates  # noqa: E402 (the old rules)
 
 HERE = Path(__file__).resolve().parent
 DATA = Path(os.environ.get("SUBCOG_SHARED_DIR") or Path(__file__).resolve().parents[3] / "shared") / "samples" / "real" / "train"
@@ -581,7 +581,7 @@ def render(d: Data, res: dict, folds, emb_folds, ns_learned, old_caps, ship, wei
         out.append(f"| {file} | {int(m.sum())} | {int(y[m].sum())} | {fmt(p)} | {fmt(r)} | {fmt(op)} | {fmt(orr)} |")
 
     # Namespaces.
-    from subcog_store.hook.classify import classify
+    from bench.capture.legacy_classifier import classify
 
     tp = [i for i in range(len(units)) if y[i] == 1]
     acc_rule = np.mean([sc.namespace_of(d.feats[i]) == d.ns[i] for i in tp])

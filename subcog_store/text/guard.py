@@ -73,7 +73,7 @@ _TENS = re.compile(r"\b(twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)[-
 _ONES = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9}
 
 
-def normalize(text: str) -> str:
+def compared_form(text: str) -> str:
     """Case-folded, NFKC, straight quotes, single spaces, 1,000 -> 1000, sixty-one -> 61: the compared form."""
     text = unicodedata.normalize("NFKC", text).translate(_QUOTES)
     text = _USA.sub("usa", text)
@@ -105,7 +105,7 @@ def _split_token(tok: str) -> tuple[str, ...]:
 def tokens(text: str) -> tuple[str, ...]:
     """Normalised word tokens; numbers keep their dots and commas, n't is its own token."""
     out: list[str] = []
-    for raw in _WORD.findall(normalize(text)):
+    for raw in _WORD.findall(compared_form(text)):
         out.extend(_split_token(raw))
     return tuple(out)
 
@@ -283,7 +283,7 @@ _Block = tuple[int, int, int, int]  # start in a, start in b, end in a, end in b
 def _order_tokens(text: str) -> tuple[str, ...]:
     """`tokens` plus the punctuation that delimits phrases; a hyphenated word stays one word (anthrax-laced)."""
     out: list[str] = []
-    for raw in _ORDER_TOKEN.findall(normalize(text)):
+    for raw in _ORDER_TOKEN.findall(compared_form(text)):
         if raw in PUNCTUATION:
             out.append(raw)
         elif "-" in raw.strip("-") and not any(c.isdigit() for c in raw):
@@ -730,7 +730,7 @@ def _flip(verdict: GuardVerdict) -> GuardVerdict:
 
 def changed_fact(older: str, newer: str, phrase_similarity: PhraseSimilarity | None = None) -> GuardVerdict:
     """Whether `newer` states a different fact than `older` (a veto on treating them as duplicates)."""
-    if normalize(older) == normalize(newer):
+    if compared_form(older) == compared_form(newer):
         return SAME
     ta, tb = tokens(older), tokens(newer)
     for check in (_number_check, _date_check, _polarity_check):

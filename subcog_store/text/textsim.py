@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-STOPWORDS = frozenset("""
+SEARCH_STOPWORDS = frozenset("""
 a an the and or but if then than so of to in on at by for with from into onto as is are was were be been being
 it its this that these those we our us you your i me my he she they them their there here do does did done
 has have had will would should can could may might must shall also just very too not no nor only own same
@@ -18,7 +18,7 @@ def tokens(text: str) -> list[str]:
 
 def significant_tokens(text: str) -> set[str]:
     """Tokens that carry content: no stop words, no single letters."""
-    return {t for t in tokens(text) if len(t) > 1 and t not in STOPWORDS}
+    return {t for t in tokens(text) if len(t) > 1 and t not in SEARCH_STOPWORDS}
 
 
 def word_overlap(a: str, b: str) -> float:

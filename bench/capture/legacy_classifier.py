@@ -1,4 +1,4 @@
-"""The rule classifier the capture hook used before the learned sentence scorer (kept as the benchmarks' baseline).
+"""(bench only) The rule classifier the capture hook used before the learned sentence scorer (kept as the benchmarks' baseline).
 
 Rules, not a model: an explicit marker ("Decision:", "Gotcha:") gives high confidence, signal phrases matched on
 word boundaries give a weight each, and narration ("Now let me run the tests."), hedges and questions lower it.
