@@ -484,3 +484,47 @@ def test_a_lone_surrogate_in_one_paragraph_costs_only_that_paragraph(tmp_path):
     result = run(db, t)
     assert result.errors == []
     assert any(c["content"].startswith("We decided to use Kafka") for c in result.captured)
+
+
+# -- post-compact: the compaction summary's lasting facts -----------------------------------------------------
+def post_compact_payload(session: str, summary: str) -> bytes:
+    return json.dumps({"session_id": session, "transcript_path": "/x.jsonl", "cwd": "/x", "trigger": "manual",
+                       "hook_event_name": "PostCompact", "compact_summary": summary}).encode()
+
+
+def test_post_compact_captures_the_summarys_facts_and_the_report_still_comes(tmp_path):
+    from subcog_store.hook.summary import LASTING_FACTS_HEADING
+
+    db, a = tmp_path / "s.db", tmp_path / "a.jsonl"
+    shutil.copyfile(SAMPLES / "session-a.jsonl", a)
+    run(db, a, SESSION_A)
+    before = {m["content"] for m in memories(db)}
+    pgbouncer = next(c for c in before if "PgBouncer" in c)
+    summary = ("1. Primary Request and Intent: the user asked to fix checkout timeouts.\n\n"
+               f"{LASTING_FACTS_HEADING}:\n- The staging Postgres listens on port 6543 behind the bastion host "
+               f"db-bastion-2, because the default port is blocked by the VPN.\n- {pgbouncer}\n")
+    assert dispatch("post-compact", post_compact_payload(SESSION_A, summary), db) == ""
+    after = memories(db)
+    new = [m for m in after if m["content"] not in before]
+    assert len(new) == 1 and "6543" in new[0]["content"] and json.loads(new[0]["tags"]) == ["auto-captured",
+                                                                                             "compact-summary"]
+    assert sum("PgBouncer" in m["content"] for m in after) == 1   # said again in the summary: a duplicate
+    # the report the model gets after the compaction is the pre-compact run's, not the summary's capture
+    context = json.loads(session_start(start(SESSION_A), db))["hookSpecificOutput"]["additionalContext"]
+    assert REPORT_HEADER in context and "Captured 7 memories" in context
+
+
+def test_post_compact_with_bad_input_captures_nothing(tmp_path):
+    db = tmp_path / "s.db"
+    for raw in (b"", b"not json", b"[]", post_compact_payload(SESSION_A, ""),
+                json.dumps({"session_id": SESSION_A, "compact_summary": 42}).encode()):
+        assert dispatch("post-compact", raw, db) == ""
+    assert not db.exists() or memories(db) == []
+
+
+def test_a_narrated_lead_in_is_not_stored(tmp_path):
+    db, t = tmp_path / "s.db", tmp_path / "t.jsonl"
+    t.write_text(assistant(PGBOUNCER_A) + user("again?") + assistant("To repeat the earlier point: " + PGBOUNCER_A))
+    result = run(db, t)
+    assert len(memories(db)) == 1 and not memories(db)[0]["content"].startswith("To repeat")
+    assert len(result.skipped) == 1

@@ -16,9 +16,11 @@ values (:session_id, :transcript_path, :trigger, :started_at, :finished_at, :sta
   :redacted, :report);
 
 -- name: undelivered_hook_run
--- The newest run of a session whose report has not yet reached the model.
+-- The newest pre-compact run of a session whose report has not yet reached the model (session-end and
+-- post-compact runs report nothing to it).
 select id, report from hook_runs
 where session_id = :session_id and status <> 'dry_run' and delivered_at is null
+  and coalesce(trigger, '') not in ('session-end', 'post-compact')
 order by id desc
 limit 1;
 

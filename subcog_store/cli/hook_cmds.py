@@ -20,6 +20,7 @@ def register(sub, add) -> None:
                         "the original design's report (which the real client rejects on PreCompact)")
     h.add_argument("--dry-run", action="store_true", help="report what would be captured; write nothing")
     for name, help in (("session-end", "capture what the session established, from where pre-compact stopped"),
+                       ("post-compact", "capture the lasting facts of the compaction summary"),
                        ("session-start", "hand the model the project's index (and after a compaction its report)"),
                        ("user-prompt-submit", "hand the model the memories relevant to the prompt, if any")):
         hooks.add_parser(name, help=help)

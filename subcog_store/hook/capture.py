@@ -1,6 +1,7 @@
-"""Capture from the transcript: `pre-compact` (before the client compacts) and `session-end` (most sessions
-never compact) read the same cursor, so nothing is captured twice; the compaction summary written after a
-compaction is captured by `session-start` (compact) through the same path.
+"""Capture: `pre-compact` (before the client compacts) and `session-end` (most sessions never compact) read the
+transcript from the same cursor, so nothing is captured twice; `post-compact` captures the lasting facts of the
+compaction summary the client hands it (Claude Code writes the summary into the transcript only after the
+SessionStart hooks ran, so the next transcript read sees it again: its facts are then exact duplicates).
 
 Bounded by the hook's budget end to end: what is finished is committed with the offset of the last fully handled
 record, the rest is read next time.
@@ -20,7 +21,8 @@ from subcog_store.text.normalize import fingerprint
 log = logging.getLogger("subcog_store.hook.capture")
 SAVE_GRACE_SECS = 0.5
 EXTRACT_CHUNK = 200   # records extracted at once (corrections are found within a chunk); a deadline check each
-SOURCES = {"pre-compact": "pre-compact-hook", "session-end": "session-end-hook", "session-start": "compact-summary"}
+SOURCES = {"pre-compact": "pre-compact-hook", "session-end": "session-end-hook", "post-compact": "compact-summary"}
+MAX_SUMMARY_CHARS = 200_000
 
 
 @dataclass
@@ -44,7 +46,7 @@ class HookOptions:
 
     @property
     def tags(self) -> list[str]:
-        return ["auto-captured", "compact-summary" if self.event == "session-start" else self.event]
+        return ["auto-captured", "compact-summary" if self.event == "post-compact" else self.event]
 
 
 @dataclass
@@ -120,20 +122,70 @@ def capture_payload(payload: dict, options: HookOptions, run: Run, started: floa
     return run
 
 
-def _capture_transcript(run: Run, options: HookOptions, deadline: float) -> None:
-    import apsw
-
+def _open_store(run: Run, options: HookOptions):
+    """The hook's store (never fetching the model; a dry run without a store uses a throw-away one), or None."""
     from subcog_store.errors import SubcogError
-    from subcog_store.hook.extract import extract_candidates
-    from subcog_store.hook.transcript import TranscriptError, read_assistant_texts
     from subcog_store.store import Store
 
     try:
         dry_without_db = options.dry_run and not Path(options.db).exists()
-        store = Store(":memory:" if dry_without_db else options.db, readonly=options.dry_run and not dry_without_db,
-                      fetch_model=False)
+        return Store(":memory:" if dry_without_db else options.db, readonly=options.dry_run and not dry_without_db,
+                     fetch_model=False)
     except SubcogError as e:
         run.fail("memory store unavailable", e)
+        return None
+
+
+def post_compact(raw: bytes, options: HookOptions) -> Run:
+    """Capture the lasting facts of the compaction summary in the hook input (`compact_summary`)."""
+    import apsw
+
+    from subcog_store.hook.extract import extract_candidates
+    from subcog_store.hook.handlers import domain_of, log_path, parse_payload
+    from subcog_store.hook.transcript import AssistantText
+
+    started = time.monotonic()
+    deadline = started + options.budget_secs
+    run = Run(dry_run=options.dry_run, log=str(log_path()), trigger="post-compact")
+    try:
+        payload = parse_payload(raw)
+    except ValueError as e:
+        run.fail(str(e), e)
+        return run
+    run.session_id = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
+    run.transcript_path = payload.get("transcript_path") if isinstance(payload.get("transcript_path"), str) else None
+    options.domain = domain_of(payload)
+    summary = payload.get("compact_summary")
+    if not isinstance(summary, str) or not summary.strip():
+        return run
+    store = _open_store(run, options)
+    if store is None:
+        return run
+    with store:
+        keep_to_budget(store, deadline)
+        text = AssistantText(summary[:MAX_SUMMARY_CHARS], None, None, run.session_id, 0, False, kind="summary")
+        candidates = extract_candidates([text], min_confidence=options.min_confidence)
+        run.redacted = sum(c.redacted for c in candidates)
+        _capture_all(run, store, candidates, options, deadline)
+        if not options.dry_run:
+            keep_to_budget(store, deadline, grace=SAVE_GRACE_SECS)
+            try:
+                _save(store, run, run.session_id or "", None)
+            except apsw.Error as e:
+                run.fail("could not save the run (the captures are saved)", e)
+    log.info("post-compact session=%s captured=%d skipped=%d in %.0f ms", run.session_id, len(run.captured),
+             len(run.skipped), (time.monotonic() - started) * 1000)
+    return run
+
+
+def _capture_transcript(run: Run, options: HookOptions, deadline: float) -> None:
+    import apsw
+
+    from subcog_store.hook.extract import extract_candidates
+    from subcog_store.hook.transcript import TranscriptError, read_assistant_texts
+
+    store = _open_store(run, options)
+    if store is None:
         return
     with store:
         keep_to_budget(store, deadline)
@@ -259,9 +311,9 @@ def capture_output(run: Run | None, event: str, fmt: str = "default", problem: s
     short status line for the user, then the request that the summary end with the lasting facts, which
     session-start (compact) captures. `--format json` prints the earlier `{"systemMessage": ...}`,
     `--format subcog` the original design's report (which the real client rejects on PreCompact).
-    session-end: nothing (the session is over; the report is in `hook_runs` and the log).
+    session-end, post-compact: nothing (the report is in `hook_runs` and the log).
     """
-    if event == "session-end":
+    if event in ("session-end", "post-compact"):
         return ""
     if run is None:
         message = f"subcog: capture skipped: {problem}"

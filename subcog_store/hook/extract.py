@@ -130,6 +130,10 @@ def _stored(text: str) -> tuple[str, int]:
     return text.replace(_MASK, REDACTED), text.count(REDACTED)
 
 
+# A narration lead-in before a colon, inside the sentence: "To repeat the earlier point: We decided ..."
+_NARRATED_LEAD = re.compile(r"(?i)^(?:(?:so|ok|okay|again|once more|to (?:recap|repeat|restate|reiterate|summari[sz]e|sum "
+                            r"up)|in (?:other words|short|summary)|put (?:differently|another way)|as (?:i|we) "
+                            r"(?:said|mentioned|noted)|recap)\b[^:.!?]{0,60}:)\s+(?=\S)")
 _TITLE_START = re.compile(r"^([A-Z][\w ]{2,40}:)\s+(?=\S)")  # "Primary Request and Intent: The user ..."
 # Bold markers the splitter leaves when the emphasis wraps a code span ("**`f` function**"); a glob's ** stays.
 _BOLD_LEFT = re.compile(r"(?:(?<=^)|(?<=[\s(\[]))\*\*(?=[^\s*])|(?<=[^\s*/])\*\*(?=$|[\s.,;:!?)\]])")
@@ -146,7 +150,7 @@ def _memory_text(unit: Unit, kind: str) -> str:
         if f.get("f:narration") or f.get("f:let_me") or (kind == "summary" and section_title(lead)):
             lead = ""
         unit = replace(unit, lead=lead)
-    text = unit.memory_text()
+    text = _NARRATED_LEAD.sub("", unit.memory_text())
     if kind == "summary" and (m := _TITLE_START.match(text)) and section_title(m.group(1)):
         text = text[m.end():]
     return _BOLD_LEFT.sub("", text)

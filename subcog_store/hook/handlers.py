@@ -1,5 +1,5 @@
 """Claude Code hooks: the hook input, the log, and dispatch by event to `hook.capture` (pre-compact,
-session-end) and `hook.recall_hooks` (session-start, user-prompt-submit).
+session-end, post-compact) and `hook.recall_hooks` (session-start, user-prompt-submit).
 
 Every hook never harms the session: whatever happens it exits 0 and prints output the client accepts, within its
 budget, nothing on stderr; details (content fingerprints only, never content) go to the hook log.
@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 log = logging.getLogger("subcog_store.hook")
-EVENTS = ("pre-compact", "session-end", "session-start", "user-prompt-submit")
+EVENTS = ("pre-compact", "session-end", "post-compact", "session-start", "user-prompt-submit")
 
 
 def log_path() -> Path:
@@ -82,15 +82,16 @@ def dispatch(event: str | None, raw: bytes, db: Path, *, dry_run: bool = False, 
     `use_model`: the prompt hook may load the model (the warm worker), else it uses it only when loaded."""
     from subcog_store.errors import ConfigError
 
-    if event in ("pre-compact", "session-end"):
-        from subcog_store.hook.capture import HookOptions, capture_output, pre_compact
+    if event in ("pre-compact", "session-end", "post-compact"):
+        from subcog_store.hook.capture import HookOptions, capture_output, post_compact, pre_compact
 
         try:
             options = HookOptions.from_env(db, dry_run=dry_run, event=event)
         except ConfigError as e:
             log.warning("%s: bad setting: %s", event, e)
             return capture_output(None, event, fmt, problem=str(e))
-        return capture_output(pre_compact(raw, options), event, fmt)
+        run = post_compact(raw, options) if event == "post-compact" else pre_compact(raw, options)
+        return capture_output(run, event, fmt)
     if event in ("session-start", "user-prompt-submit"):
         from subcog_store.hook import recall_hooks
 

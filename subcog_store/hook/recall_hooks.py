@@ -1,9 +1,10 @@
 """The hooks that bring memories back: `session-start` and `user-prompt-submit`.
 
 - session-start, source startup / resume / clear: the project's index (most important current memories).
-- session-start, source compact: the capture report of the compaction (once), the lasting facts of the new
-  compaction summary captured, the compaction recorded (what the session captured before it becomes
-  recallable), and the index of what the new context most needs, all within the start budget.
+- session-start, source compact: the capture report of the compaction (once), the compaction recorded (what
+  the session captured before it becomes recallable), and the index of what the new context most needs, all
+  within the start budget (the summary's lasting facts are captured by the post-compact hook, which the client
+  runs after this one).
 - user-prompt-submit: the memories relevant to the prompt, or nothing.
 Both answer with `hookSpecificOutput.additionalContext` (or print nothing) and record what they gave in
 `recall_log`. The prompt hook uses the model only when it is already loaded in this process (the warm worker);
@@ -21,7 +22,6 @@ from subcog_store.hook.report import markdown
 log = logging.getLogger("subcog_store.hook.recall")
 REPORT_HEADER = "subcog memory report from before this compaction:"
 SOURCES = ("startup", "resume", "clear", "compact", "fork")
-SUMMARY_BUDGET_SECS = 4.0       # the compaction summary's capture, within SessionStart's 10 s
 MAX_PROMPT_CHARS = 4000
 
 
@@ -52,8 +52,6 @@ def session_start(payload: dict, db: Path, store_factory=None) -> str:
     session_id = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
     domain = domain_of(payload)
     started = time.perf_counter()
-    if source == "compact" and session_id and Path(db).exists():
-        _capture_summary(payload, db)
     store = (store_factory or _open)(db)
     if store is None:
         return ""
@@ -93,20 +91,6 @@ def _take_report(store, session_id: str) -> str:
     with immediate(store.con):
         store.con.execute(q("mark_hook_run_delivered"), {"session_id": session_id, "now": iso(store.clock())})
     return REPORT_HEADER + "\n" + markdown(json.loads(row[1]))
-
-
-def _capture_summary(payload: dict, db: Path) -> None:
-    """The compaction summary (and anything written since the last capture) through the capture path."""
-    from subcog_store.hook.capture import HookOptions, Run, capture_payload
-    from subcog_store.hook.handlers import log_path
-
-    if not isinstance(payload.get("transcript_path"), str):
-        return
-    options = HookOptions.from_env(db, event="session-start")
-    options.budget_secs = min(options.budget_secs, SUMMARY_BUDGET_SECS)
-    started = time.monotonic()
-    run = Run(log=str(log_path()))
-    capture_payload({**payload, "trigger": "compact-summary"}, options, run, started, started + options.budget_secs)
 
 
 def user_prompt_submit(payload: dict, db: Path, use_model: bool = False, store_factory=None) -> str:
