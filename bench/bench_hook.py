@@ -1,21 +1,28 @@
-"""Hook benchmark: wall time of the whole `subcog-store hook pre-compact` process, start to exit.
+"""Hook benchmark: wall time of the whole `subcog-store hook ...` process, start to exit.
 
 A generated 2,000-record transcript (user turns, assistant tool calls, tool results, progress records, narration,
 and 20 assistant paragraphs that classify as decisions / learnings / patterns) is fed to the real hook process
 against stores of 1k and 10k memories (bulk-inserted through the store's own SQL from bench/corpus.py sentences
 and their cached embeddings), in two cases:
 
-- (a) every candidate new: the store file is copied fresh before each run, fresh session id, so all 20 are
+- (a) every candidate new: the store file is copied fresh before each run, fresh session id, so all are
   checked semantically and stored (the model is loaded);
-- (b) every candidate a repeat: the 20 were captured once beforehand; each run uses a new session id (so the
-  offset does not skip them) on a fresh copy of that store; all 20 are exact matches, the model is never loaded.
+- (b) every candidate a repeat: they were captured once beforehand; each run uses a new session id (so the
+  offset does not skip them) on a fresh copy of that store; all are exact matches, the model is never loaded.
+
+These rows run in process (SUBCOG_WORKER_ENABLED=false: the path every hook took before the warm worker). The
+worker section (issue #13, the largest store) measures, interleaved run by run so the shared machine's drift
+spreads over all of them: today's in-process path; the first call (no worker yet: it runs in process and starts
+one); the warm worker; for pre-compact (a) and (b), session-start (source startup: the project index) and
+user-prompt-submit; with the interpreter floor beside them. `--tree DIR` runs the hooks from another copy of
+the source (PYTHONPATH), e.g. one with a change not yet in this checkout.
 
 Baselines measured in the same run: the interpreter floor (`python -c "import json,sys; json.load(sys.stdin)"`)
 and the hook with SUBCOG_DEDUP_ENABLED=false. A phase breakdown (imports, store open, transcript read, model load,
 embedding, SQL) is measured in a cold subprocess with time.perf_counter, and the import tree with -X importtime.
 Everything is written to a temporary directory and deleted; nothing is saved in the repository.
 
-    python -m bench.bench_hook [--reps 15] [--sizes 1000,10000] [--quick]
+    python -m bench.bench_hook [--reps 15] [--sizes 1000,10000] [--quick] [--tree DIR] [--no-worker]
 """
 from __future__ import annotations
 
@@ -23,6 +30,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import statistics
 import subprocess
@@ -175,10 +183,10 @@ def build_store(path: Path, sentences: list[str], vectors: np.ndarray) -> None:
     now = time.time()
     with immediate(con):
         for i, text in enumerate(sentences):
+            at = iso(now - 86400 - (len(sentences) - i) * 60)
             seq, _ = con.execute(q("insert_memory"), {
                 "id": f"{i:012x}", "domain": DOMAIN, "namespace": NAMESPACE, "content": text, "importance": 0.5,
-                "tags": "[]", "source": "bench", "session_id": None,
-                "now": iso(now - 86400 - (len(sentences) - i) * 60)}).fetchone()
+                "tags": "[]", "source": "bench", "session_id": None, "created_at": at, "now": at}).fetchone()
             con.execute(q("insert_vector"), {"seq": seq, "namespace": NAMESPACE, "domain": DOMAIN,
                                              "embedding": vectors[i].tobytes()})
     con.execute("pragma wal_checkpoint(truncate)")
@@ -191,14 +199,38 @@ def fresh_copy(src: Path, dst: Path) -> None:
     shutil.copyfile(src, dst)
 
 
+
 def payload(transcript: Path, session: str) -> bytes:
     return json.dumps({"session_id": session, "transcript_path": str(transcript), "cwd": "/home/dev/shop",
                        "hook_event_name": "PreCompact", "trigger": "auto"}).encode()
 
 
-def env(tmp: Path, **extra: str) -> dict[str, str]:
+def start_payload(session: str) -> bytes:
+    return json.dumps({"session_id": session, "transcript_path": "/x.jsonl", "cwd": "/home/dev/shop",
+                       "hook_event_name": "SessionStart", "source": "startup"}).encode()
+
+
+def prompt_payload(session: str) -> bytes:
+    return json.dumps({"session_id": session, "transcript_path": "/x.jsonl", "cwd": "/home/dev/shop",
+                       "hook_event_name": "UserPromptSubmit",
+                       "prompt": "Why does the checkout database run out of connections under load?"}).encode()
+
+
+TREE: Path | None = None   # --tree (also the hooks' working directory: `python -m` puts it first on sys.path)
+
+
+def cli() -> list[str]:
+    return [sys.executable, "-m", "subcog_store"] if TREE else CLI
+
+
+def env(tmp: Path, worker: bool = False, **extra: str) -> dict[str, str]:
+    """A clean environment: the bench's own log and worker directory; the worker only when asked for."""
     e = {k: v for k, v in os.environ.items() if not k.startswith("SUBCOG_")}
-    e["SUBCOG_HOOK_LOG"] = str(tmp / "hook.log")
+    e.update(SUBCOG_HOOK_LOG=str(tmp / "hook.log"), SUBCOG_HOOK_DOMAIN=DOMAIN, XDG_RUNTIME_DIR=str(tmp / "run"))
+    if not worker:
+        e["SUBCOG_WORKER_ENABLED"] = "false"
+    if TREE:
+        e["PYTHONPATH"] = str(TREE)
     e.update(extra)
     return e
 
@@ -206,11 +238,28 @@ def env(tmp: Path, **extra: str) -> dict[str, str]:
 # -- measuring ------------------------------------------------------------------------------------------------
 def run_process(cmd: list[str], stdin: bytes, environ: dict[str, str]) -> tuple[float, str, str]:
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, input=stdin, capture_output=True, env=environ, timeout=120)
+    proc = subprocess.run(cmd, input=stdin, capture_output=True, env=environ, timeout=120, cwd=TREE)
     ms = (time.perf_counter() - t0) * 1000
     if proc.returncode != 0:
         raise RuntimeError(f"{cmd[:3]} exited {proc.returncode}: {proc.stderr[-500:]!r}")
     return ms, proc.stdout.decode(), proc.stderr.decode()
+
+
+def said(out: str) -> str:
+    """The status line a pre-compact hook printed (plain text, or the systemMessage of --format json)."""
+    text = out.strip()
+    if text.startswith("{"):
+        return str(json.loads(text).get("systemMessage", ""))
+    return text.splitlines()[0].rstrip(".") if text else ""
+
+
+def run_hook(db: Path, stdin: bytes, environ: dict[str, str], event: str = "pre-compact",
+             expect: str | None = None) -> tuple[float, str]:
+    ms, out, _ = run_process([*cli(), "--db", str(db), "hook", event], stdin, environ)
+    message = said(out) if event == "pre-compact" else out[:80]
+    if expect is not None and expect not in message:
+        raise RuntimeError(f"unexpected hook output {message!r} (wanted {expect!r})")
+    return ms, message
 
 
 def hook_runs(tmp: Path, base_db: Path, transcript: Path, reps: int, environ: dict[str, str],
@@ -219,19 +268,107 @@ def hook_runs(tmp: Path, base_db: Path, transcript: Path, reps: int, environ: di
     times, message = [], ""
     for i in range(reps):
         fresh_copy(base_db, db)
-        ms, out, _ = run_process([*CLI, "--db", str(db), "hook", "pre-compact"],
-                                 payload(transcript, f"bench-{uuid.uuid4().hex}"), environ)
-        message = json.loads(out)["systemMessage"]
-        if expect not in message:
-            raise RuntimeError(f"unexpected hook output {message!r} (wanted {expect!r})")
+        ms, message = run_hook(db, payload(transcript, f"bench-{uuid.uuid4().hex}"), environ, expect=expect)
         times.append(ms)
     return times, message
+
+
+def worker_cli(action: str, environ: dict[str, str]) -> dict:
+    proc = subprocess.run([*cli(), "worker", action, "--json"], capture_output=True, env=environ, timeout=120,
+                          cwd=TREE)
+    return json.loads(proc.stdout or b"{}")
+
+
+def _worker_ms(log_file: Path, mark: int) -> float | None:
+    """The worker's own time for the request logged after `mark` (its "answered in" line), None if it did not
+    answer (the hook then ran in process: counted as a fallback)."""
+    with open(log_file, "rb") as f:
+        f.seek(mark)
+        found = re.findall(r": \S+ answered in (\d+) ms", f.read().decode(errors="replace"))
+    return float(found[-1]) if found else None
+
+
+def worker_section(tmp: Path, base: Path, pre: Path, transcript: Path, reps: int, n_cands: int,
+                   log) -> tuple[list[list[object]], dict, list[str]]:
+    """Today's in-process path and the warm worker, interleaved run by run (one worker, warmed up first); then
+    the first call with no worker yet beside the in-process path. Returns table rows, p50s by key, notes."""
+    local, wenv = env(tmp), env(tmp, worker=True)
+    new_msg, rep_msg = f"captured {n_cands} memories", f"skipped {n_cands} duplicates"
+    keys = ["floor", "a_local", "a_first", "a_warm", "b_local", "b_warm", "start_local", "start_warm",
+            "prompt_local", "prompt_warm"]
+    times: dict[str, list[float]] = {k: [] for k in keys}
+    inside: dict[str, list[float]] = {k: [] for k in keys}   # the worker's own time (from its log line)
+    said_by: dict[str, str] = {}
+    db, log_file = tmp / "w.db", tmp / "hook.log"
+    fallbacks = 0
+
+    def warm(key: str, db_path: Path, stdin: bytes, event: str = "pre-compact", expect: str | None = None) -> None:
+        nonlocal fallbacks
+        mark = log_file.stat().st_size if log_file.exists() else 0
+        ms, said_by[key] = run_hook(db_path, stdin, wenv, event, expect)
+        times[key].append(ms)
+        worker_ms = _worker_ms(log_file, mark)
+        if worker_ms is None:
+            fallbacks += 1
+        else:
+            inside[key].append(worker_ms)
+
+    worker_cli("stop", wenv)
+    status = worker_cli("start", wenv)
+    for source in (base, pre, base, pre):   # its first requests (not measured)
+        fresh_copy(source, db)
+        run_hook(db, payload(transcript, f"warmup-{uuid.uuid4().hex}"), wenv)
+    for i in range(reps):
+        log(f"  worker section: warm run {i + 1} of {reps} (load {os.getloadavg()[0]:.1f})")
+        times["floor"].append(run_process([sys.executable, "-c", "import json,sys; json.load(sys.stdin)"], b"{}",
+                                          local)[0])
+        fresh_copy(base, db)
+        ms, said_by["a_local"] = run_hook(db, payload(transcript, f"l-{i}"), local, expect=new_msg)
+        times["a_local"].append(ms)
+        fresh_copy(base, db)
+        warm("a_warm", db, payload(transcript, f"w-{i}"), expect=new_msg)
+        fresh_copy(pre, db)
+        ms, said_by["b_local"] = run_hook(db, payload(transcript, f"lb-{i}"), local, expect=rep_msg)
+        times["b_local"].append(ms)
+        warm("b_warm", db, payload(transcript, f"wb-{i}"), expect=rep_msg)
+        times["start_local"].append(run_hook(db, start_payload(f"s-{i}"), local, "session-start")[0])
+        warm("start_warm", db, start_payload(f"t-{i}"), "session-start")
+        times["prompt_local"].append(run_hook(db, prompt_payload(f"s-{i}"), local, "user-prompt-submit")[0])
+        warm("prompt_warm", db, prompt_payload(f"t-{i}"), "user-prompt-submit")
+    status = worker_cli("status", wenv)
+    worker_cli("stop", wenv)
+    first_reps = max(3, min(reps, 6))
+    for i in range(first_reps):
+        log(f"  worker section: first call {i + 1} of {first_reps} (load {os.getloadavg()[0]:.1f})")
+        fresh_copy(base, db)
+        ms, _ = run_hook(db, payload(transcript, f"fl-{i}"), local, expect=new_msg)
+        times["a_local"].append(ms)
+        fresh_copy(base, db)
+        ms, said_by["a_first"] = run_hook(db, payload(transcript, f"f-{i}"), wenv, expect=new_msg)
+        times["a_first"].append(ms)
+        worker_cli("stop", wenv)   # it started one: stop it (while it loads) so the next run starts cold again
+    p50 = {k: pct(v, 50) for k, v in times.items()}
+    label = {"floor": "interpreter floor: bare `python -c json.load`",
+             "a_local": f"(a) {n_cands} new: in process (today's path)",
+             "a_first": f"(a) {n_cands} new: first call, no worker yet (runs in process, starts one)",
+             "a_warm": f"(a) {n_cands} new: worker warm",
+             "b_local": f"(b) {n_cands} repeats: in process (today's path)",
+             "b_warm": f"(b) {n_cands} repeats: worker warm",
+             "start_local": "session-start (startup, index): in process",
+             "start_warm": "session-start (startup, index): worker warm",
+             "prompt_local": "user-prompt-submit: in process (text side only: the model is not loaded)",
+             "prompt_warm": "user-prompt-submit: worker warm (hybrid: the model is loaded there)"}
+    rows = [[label[k], len(v), f"{pct(v, 50):.0f}", f"{pct(v, 95):.0f}",
+             f"{pct(inside[k], 50):.0f}" if inside[k] else "-", said_by.get(k, "-")] for k, v in times.items()]
+    notes = [f"worker memory after the warm rows: {status.get('rss_mb', '?')} MB RSS, "
+             f"{status.get('requests', '?')} requests served",
+             f"warm runs that fell back in process (no 'answered' line in the hook log): {fallbacks}"]
+    return rows, p50, notes
 
 
 PHASES = r"""
 import json, sys, time
 t0 = time.perf_counter()
-from subcog_store.hook.handlers import HookOptions, _dedupe_batch, Run
 from subcog_store.store import Store
 from subcog_store.hook.transcript import read_assistant_texts
 from subcog_store.hook.extract import extract_candidates
@@ -251,7 +388,7 @@ for c in cands:   # vectors cached: this is the SQL (check tiers + insert) and P
 t6 = time.perf_counter()
 store.close()
 print(json.dumps({"imports": t1 - t0, "store_open": t2 - t1, "read+extract": t3 - t2, "model_load": t4 - t3,
-                  "embed_20": t5 - t4, "sql_captures": t6 - t5, "candidates": len(cands)}))
+                  "embed_all": t5 - t4, "sql_captures": t6 - t5, "candidates": len(cands)}))
 """
 
 
@@ -298,18 +435,37 @@ def md_table(header: list[str], rows: list[list[object]]) -> str:
     return "\n".join(out)
 
 
+def phase_and_import_tables(tmp: Path, probe: dict, transcript: Path, size: int, verdicts: list) -> None:
+    print("\nPhases, in a cold process (median of 5, ms), store of", size, "memories, case (a):\n")
+    ph = phases(tmp, probe["a"][0], transcript, 5)
+    print(md_table(["phase", "ms"], [[k, f"{v * 1000:.0f}"] for k, v in ph.items() if k != "candidates"]))
+    for case in ("a", "b"):
+        tops, onnx = import_tree(tmp, probe[case][0], transcript, probe[case][1])
+        print(f"\n-X importtime, case ({case}): onnxruntime imported: {onnx}; top-level cumulative ms: "
+              + ", ".join(f"{k} {v:.0f}" for k, v in tops.items()))
+        if case == "b":
+            verdicts.append(("(b) the model is never loaded (onnxruntime not imported)", not onnx, None))
+
+
 def main(argv: list[str] | None = None) -> int:
+    global TREE
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=15)
     parser.add_argument("--sizes", default="1000,10000")
     parser.add_argument("--quick", action="store_true", help="5 repetitions, 1k store only")
+    parser.add_argument("--tree", type=Path, help="run the hooks from this source tree (PYTHONPATH)")
+    parser.add_argument("--no-worker", action="store_true", help="skip the warm-worker section")
+    parser.add_argument("--worker-only", action="store_true",
+                        help="only the warm-worker section (largest size): no per-size rows, phases or import tree")
     args = parser.parse_args(argv)
+    TREE = args.tree.resolve() if args.tree else None
     reps = 5 if args.quick else args.reps
     sizes = [1000] if args.quick else [int(s) for s in args.sizes.split(",")]
     log = lambda *a: print(*a, file=sys.stderr, flush=True)  # noqa: E731
 
     with tempfile.TemporaryDirectory(prefix="bench-hook-") as tmp_name:
         tmp = Path(tmp_name)
+        (tmp / "run").mkdir(mode=0o700)
         transcript = tmp / "transcript.jsonl"
         make_transcript(transcript)
         from subcog_store.hook.extract import extract_candidates
@@ -317,11 +473,12 @@ def main(argv: list[str] | None = None) -> int:
 
         read = read_assistant_texts(transcript)
         n_cands = len(extract_candidates(read.texts))
-        assert n_cands == 20, n_cands
         sentences, vectors, vec_source = corpus_vectors(max(sizes), log)
         print(f"transcript: {read.records} records, {transcript.stat().st_size / 1e6:.1f} MB, {len(read.texts)} "
               f"assistant texts, {n_cands} candidates; store vectors: {vec_source}; {reps} runs per row; "
-              f"{os.cpu_count()} cores, load avg at start {os.getloadavg()[0]:.2f}\n")
+              f"{os.cpu_count()} cores, load avg at start {os.getloadavg()[0]:.2f}"
+              + (f"; hooks run from {TREE}" if TREE else "") + "\n")
+        new_msg, rep_msg = f"captured {n_cands} memories", f"skipped {n_cands} duplicates"
 
         rows, verdicts = [], []
         floor_ms = [run_process([sys.executable, "-c", "import json,sys; json.load(sys.stdin)"], b"{}",
@@ -329,42 +486,58 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(["baseline: bare `python -c json.load`", "-", f"{pct(floor_ms, 50):.0f}",
                      f"{pct(floor_ms, 95):.0f}", "-"])
         probe = {}
-        for n in sizes:
+        for n in sizes[-1:] if args.worker_only else sizes:
             log(f"building the {n}-memory store ...")
             base = tmp / f"store-{n}.db"
             build_store(base, sentences[:n], vectors[:n])
-            new_ms, msg_a = hook_runs(tmp, base, transcript, reps, env(tmp), "captured 20 memories")
-            rows.append([f"(a) 20 new candidates", n, f"{pct(new_ms, 50):.0f}", f"{pct(new_ms, 95):.0f}", msg_a])
+            if args.worker_only:
+                pre = tmp / f"store-{n}-pre.db"
+                fresh_copy(base, pre)
+                run_hook(pre, payload(transcript, "pre"), env(tmp))
+                probe = {"a": (base, env(tmp)), "b": (pre, env(tmp))}
+                continue
+            new_ms, msg_a = hook_runs(tmp, base, transcript, reps, env(tmp), new_msg)
+            rows.append([f"(a) {n_cands} new candidates", n, f"{pct(new_ms, 50):.0f}", f"{pct(new_ms, 95):.0f}",
+                         msg_a])
             verdicts.append((f"(a) {n}: p50 < {TARGET_NEW_MS:.0f} ms", pct(new_ms, 50) < TARGET_NEW_MS,
                              pct(new_ms, 50)))
             off_ms, msg_off = hook_runs(tmp, base, transcript, reps, env(tmp, SUBCOG_DEDUP_ENABLED="false"),
-                                        "captured 20 memories")
+                                        new_msg)
             rows.append(["baseline: (a) with SUBCOG_DEDUP_ENABLED=false", n, f"{pct(off_ms, 50):.0f}",
                          f"{pct(off_ms, 95):.0f}", msg_off])
             pre = tmp / f"store-{n}-pre.db"
             fresh_copy(base, pre)
-            subprocess.run([*CLI, "--db", str(pre), "hook", "pre-compact"], input=payload(transcript, "pre"),
-                           env=env(tmp), capture_output=True, check=True)
+            run_hook(pre, payload(transcript, "pre"), env(tmp))
             with __import__("apsw").Connection(str(pre)) as con:
                 con.execute("pragma wal_checkpoint(truncate)")
-            rep_ms, msg_b = hook_runs(tmp, pre, transcript, reps, env(tmp), "skipped 20 duplicates")
-            rows.append([f"(b) 20 repeats (exact)", n, f"{pct(rep_ms, 50):.0f}", f"{pct(rep_ms, 95):.0f}", msg_b])
+            rep_ms, msg_b = hook_runs(tmp, pre, transcript, reps, env(tmp), rep_msg)
+            rows.append([f"(b) {n_cands} repeats (exact)", n, f"{pct(rep_ms, 50):.0f}", f"{pct(rep_ms, 95):.0f}",
+                         msg_b])
             verdicts.append((f"(b) {n}: p50 < {TARGET_REPEAT_MS:.0f} ms", pct(rep_ms, 50) < TARGET_REPEAT_MS,
                              pct(rep_ms, 50)))
             if n == sizes[-1]:
                 probe = {"a": (base, env(tmp)), "b": (pre, env(tmp))}
-        print(md_table(["case", "memories", "p50 ms", "p95 ms", "hook said"], rows))
+        if not args.worker_only:
+            print(md_table(["case (in process)", "memories", "p50 ms", "p95 ms", "hook said"], rows))
 
-        print("\nPhases, in a cold process (median of 5, ms), store of", sizes[-1], "memories, case (a):\n")
-        ph = phases(tmp, probe["a"][0], transcript, 5)
-        ph_rows = [[k, f"{v * 1000:.0f}"] for k, v in ph.items() if k != "candidates"]
-        print(md_table(["phase", "ms"], ph_rows))
-        for case in ("a", "b"):
-            tops, onnx = import_tree(tmp, probe[case][0], transcript, probe[case][1])
-            print(f"\n-X importtime, case ({case}): onnxruntime imported: {onnx}; top-level cumulative ms: "
-                  + ", ".join(f"{k} {v:.0f}" for k, v in tops.items()))
-            if case == "b":
-                verdicts.append(("(b) the model is never loaded (onnxruntime not imported)", not onnx, None))
+        if not args.no_worker:
+            base, pre = probe["a"][0], probe["b"][0]
+            w_rows, p50, notes = worker_section(tmp, base, pre, transcript, reps, n_cands, log)
+            print(f"\nWarm worker (issue #13), store of {sizes[-1]} memories, interleaved runs, "
+                  f"load avg now {os.getloadavg()[0]:.2f}:\n")
+            print(md_table(["case", "runs", "p50 ms", "p95 ms", "in the worker, p50 ms", "hook said"], w_rows))
+            for note in notes:
+                print(f"- {note}")
+            verdicts += [
+                ("worker warm, (a) new: p50 < 100 ms", p50["a_warm"] < 100, p50["a_warm"]),
+                ("first call no slower than today's path (p50)", p50["a_first"] <= p50["a_local"] * 1.05,
+                 p50["a_first"]),
+                ("worker warm, (b) repeats: p50 < 60 ms", p50["b_warm"] < 60, p50["b_warm"]),
+                ("worker warm, session-start: p50 < 50 ms", p50["start_warm"] < 50, p50["start_warm"]),
+                ("worker warm, user-prompt-submit: p50 < 50 ms", p50["prompt_warm"] < 50, p50["prompt_warm"])]
+
+        if not args.worker_only:
+            phase_and_import_tables(tmp, probe, transcript, sizes[-1], verdicts)
 
         print("\nTargets:\n")
         for name, ok, value in verdicts:

@@ -118,6 +118,10 @@ def _specs() -> list[Spec]:
         Spec("hook_min_confidence", _float, None, 0.0, 1.0, scope=p, help="default: the scorer's own threshold"),
         Spec("hook_include_sidechain", _bool, False, scope=p),
         Spec("hook_domain", _label, None, scope=p),
+        Spec("worker_enabled", _bool, True, scope=p, help="false: no warm worker; every hook and command works "
+                                                           "in its own process"),
+        Spec("worker_idle_secs", _float, 900.0, 1.0, 7 * 86400.0, scope=p, help="the warm worker exits after "
+                                                                                  "this long without a request"),
         Spec("dedup_batch_threshold", _float, None, 0.0, 1.0, scope=p),
         Spec("dedup_batch_knn", _choice("matrix", "vec0"), "matrix", scope=p),
         Spec("batch_test_sleep", _float, 0.0, 0.0, 60.0, scope=p, help="tests only: pause after each cluster"),

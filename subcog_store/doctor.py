@@ -37,8 +37,30 @@ def open_for_doctor(args) -> Iterator["apsw.Connection"]:
         con.close()
 
 
-def diagnose(con: apsw.Connection) -> list[Finding]:
-    """Run every invariant check; a failed one has ok=False and up to five example ids."""
+def worker_finding() -> Finding:
+    """The warm worker: running, absent or stale are all fine (it is never required); a worker directory that is
+    not private to this user fails (the worker is never used then, and someone else could answer hooks)."""
+    from subcog_store.worker.lifecycle import state
+
+    try:
+        info = state()
+    except Exception as e:  # noqa: BLE001
+        return Finding("worker", True, f"state unknown: {type(e).__name__}: {e}")
+    detail = f"{info['state']} ({info['socket']})"
+    if info.get("pid"):
+        detail += f", pid {info['pid']}"
+    if "requests" in info:
+        detail += f", {info['requests']} requests, idle {info['idle_secs']:.0f} s, {info['rss_mb']} MB"
+    if not info.get("enabled", True):
+        detail += ", disabled by SUBCOG_WORKER_ENABLED"
+    if info.get("problem"):
+        detail += f": {info['problem']}"
+    return Finding("worker", info["state"] != "unsafe", detail)
+
+
+def diagnose(con: apsw.Connection, *, worker: bool = False) -> list[Finding]:
+    """Run every invariant check; a failed one has ok=False and up to five example ids. `worker`: also report
+    the warm worker (the `doctor` command)."""
     findings = []
 
     def ids(name: str) -> list[str]:
@@ -61,4 +83,4 @@ def diagnose(con: apsw.Connection) -> list[Finding]:
     add("one_active_per_hash", [f"{r[0]}/{r[1]}/{r[2][:16]}" for r in con.execute(q("duplicate_active_hashes"))],
         "scopes with the same content active twice")
     add("successor_exists", ids("dangling_successors"), "retired memories pointing at a missing successor")
-    return findings
+    return findings + ([worker_finding()] if worker else [])

@@ -93,6 +93,16 @@ def validate_label(name: str, value: object) -> str | None:
     return value
 
 
+def validate_domain(value: object) -> object:
+    """The domain as given, refused when it is text SQLite cannot store (a lone surrogate) or has control
+    characters (it is part of the URN); `canonical_domain` checks the rest."""
+    if isinstance(value, str):
+        validate_label("domain", value[:MAX_LABEL_CHARS])
+        if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+            raise InvalidInput("domain contains a control character")
+    return value
+
+
 def validate_tags(tags: object) -> list[str]:
     if tags is None:
         return []
@@ -151,7 +161,8 @@ def prepare(request: CaptureRequest) -> Prepared:
     if request.namespace is None:
         raise InvalidInput("a namespace is required")
     return Prepared(content, content_hash(content), canonical_namespace(request.namespace),  # type: ignore[arg-type]
-                    canonical_domain(request.domain), validate_importance(request.importance),  # type: ignore[arg-type]
+                    canonical_domain(validate_domain(request.domain)),  # type: ignore[arg-type]
+                    validate_importance(request.importance),  # type: ignore[arg-type]
                     validate_tags(request.tags), validate_label("source", request.source),
                     validate_label("session_id", request.session_id), validate_policy(request.policy),
                     validate_created_at(request.created_at), redacted)

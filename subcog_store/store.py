@@ -103,9 +103,9 @@ class Store:
         """The embedder, or None when the semantic tier is disabled or the model is missing or broken."""
         if not self.settings.dedup_semantic_enabled or self._embedder_error:
             return None
-        if self._embedder is None:
-            from subcog_store.model.embedder import Embedder
-            self._embedder = Embedder(self.settings.model_dir, fetch_missing=self.fetch_model)
+        if self._embedder is None:  # in process, or the warm worker's (model.provider decides)
+            from subcog_store.model.provider import embedder_for
+            self._embedder = embedder_for(self.settings, fetch_missing=self.fetch_model)
         try:
             self._embedder.load()
         except Exception as e:  # missing or corrupt files, onnxruntime failure: the text tier stands in

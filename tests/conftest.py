@@ -77,6 +77,51 @@ def hook_output_problems(event: str, text: str) -> list[str]:
     return checker.problems(event, text)
 
 
+def worker_pids(run_dir_prefix: str) -> list[int]:
+    """Live worker processes whose XDG_RUNTIME_DIR starts with `run_dir_prefix` (read from /proc)."""
+    from subcog_store.worker.lifecycle import MARKER
+
+    found = []
+    for entry in (e for e in os.listdir("/proc") if e.isdigit()):
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            environ = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+            state = Path(f"/proc/{entry}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if MARKER.encode() not in cmdline or state == b"Z":
+            continue
+        runtime = next((e[len(b"XDG_RUNTIME_DIR="):] for e in environ if e.startswith(b"XDG_RUNTIME_DIR=")), b"")
+        if runtime.decode(errors="replace").startswith(run_dir_prefix):
+            found.append(int(entry))
+    return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_worker_world(tmp_path_factory):
+    """The suite's warm worker lives in a private XDG_RUNTIME_DIR and is stopped at the end; this process (the
+    tests calling the library directly) embeds in process, the CLI and hook subprocesses may use the worker."""
+    from subcog_store.model import provider
+
+    runtime = tmp_path_factory.mktemp("runtime")
+    runtime.chmod(0o700)
+    old = os.environ.get("XDG_RUNTIME_DIR")
+    os.environ["XDG_RUNTIME_DIR"] = str(runtime)
+    provider.use_local()
+    yield runtime
+    import subprocess
+
+    subprocess.run([*cli_command(), "worker", "stop"], capture_output=True, env=clean_environ(), timeout=60)
+    left = worker_pids(str(tmp_path_factory.getbasetemp()))
+    for pid in left:
+        os.kill(pid, 9)
+    assert not left, f"stray workers left running: {left}"
+    if old is None:
+        os.environ.pop("XDG_RUNTIME_DIR", None)
+    else:
+        os.environ["XDG_RUNTIME_DIR"] = old
+
+
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
     """The shared reference directory (../shared or $SUBCOG_SHARED_DIR); tests using it skip when absent."""

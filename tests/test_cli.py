@@ -70,8 +70,11 @@ CORE = {"init", "capture", "check", "list", "show", "stats", "doctor", "reembed"
 def test_every_command_has_help_text(capsys) -> None:
     commands = subcommands()
     assert CORE <= set(commands)
-    for name, sub in commands.items():
-        assert callable(sub.get_default("handler")), f"{name} has a parser but no implementation"
+    handlers = {(): None}
+    for path, sub, _ in nested(cli.build_parser(), []):   # a group's handler serves its subcommands too
+        handlers[tuple(path)] = sub.get_default("handler") or handlers[tuple(path[:-1])]
+        groups = [a for a in sub._actions if isinstance(a, argparse._SubParsersAction)]
+        assert groups or callable(handlers[tuple(path)]), f"{' '.join(path)} has a parser but no implementation"
 
     for path, sub, help_line in nested(cli.build_parser(), []):
         assert help_line and len(help_line) > 10, f"{' '.join(path)} has no help line in its parent's list"

@@ -44,9 +44,22 @@ def payload(path: Path | str | None, session: str = "sess-cli", **extra) -> byte
     return json.dumps(data).encode()
 
 
+# Every hook test runs both ways: through the warm worker (the suite's private one) and in process.
+MODE_ENV = {"worker": {}, "in-process": {"SUBCOG_WORKER_ENABLED": "false"}}
+_mode = {"env": {}}
+
+
+@pytest.fixture(autouse=True, params=sorted(MODE_ENV), scope="module")
+def hook_mode(request):
+    _mode["env"] = MODE_ENV[request.param]
+    yield request.param
+    _mode["env"] = {}
+
+
 def base_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SUBCOG_")}
     env["SUBCOG_HOOK_LOG"] = str(tmp_path / "hook.log")
+    env.update(_mode["env"])
     env.update(extra)
     return env
 
@@ -459,7 +472,7 @@ def install(project: Path, *args: str) -> subprocess.CompletedProcess:
                           env=env, timeout=60)
 
 
-def test_install_hooks_writes_both_hooks_and_merges(tmp_path):
+def test_install_hooks_writes_every_hook_and_merges(tmp_path):
     project = tmp_path / "proj"
     project.mkdir()
     proc = install(project)
@@ -468,10 +481,14 @@ def test_install_hooks_writes_both_hooks_and_merges(tmp_path):
     data = json.loads(settings_file.read_text())
     (pre,) = data["hooks"]["PreCompact"]
     (ss,) = data["hooks"]["SessionStart"]
-    assert pre["matcher"] == "" and ss["matcher"] == "compact"
+    assert pre["matcher"] == "" and ss["matcher"] == ""   # SessionStart: every source (startup ... compact)
     assert pre["hooks"][0]["type"] == "command" and pre["hooks"][0]["command"].endswith(" hook pre-compact")
     assert ss["hooks"][0]["command"].endswith(" hook session-start")
     assert pre["hooks"][0]["timeout"] == 30 and ss["hooks"][0]["timeout"] == 10
+    for event, sub in (("UserPromptSubmit", "user-prompt-submit"), ("SessionEnd", "session-end"),
+                       ("PostCompact", "post-compact")):
+        (group,) = data["hooks"][event]
+        assert group["hooks"][0]["command"].endswith(f" hook {sub}")
     again = install(project)
     assert again.returncode == 0 and "unchanged" in again.stdout
 
@@ -486,7 +503,7 @@ def test_install_hooks_writes_both_hooks_and_merges(tmp_path):
     assert merged["model"] == "opus" and merged["hooks"]["Stop"] == mine["hooks"]["Stop"]
     assert merged["hooks"]["PreCompact"][0] == mine["hooks"]["PreCompact"][0]
     assert [g["matcher"] for g in merged["hooks"]["PreCompact"]] == ["manual", ""]
-    assert [g["matcher"] for g in merged["hooks"]["SessionStart"]] == ["compact"]
+    assert [g["matcher"] for g in merged["hooks"]["SessionStart"]] == [""]
     assert "unchanged" in install(other).stdout
 
 

@@ -22,3 +22,7 @@ set finished_at = :finished_at,
     duration_s = :duration_s,
     warnings = :warnings
 where id = :id;
+
+-- name: count_running_runs
+-- Batch runs that say they are running (alive, or killed: the run lock tells which).
+select count(*) from dedup_runs where status = 'running';

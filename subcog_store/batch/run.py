@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Callable
 from subcog_store.batch import merge, pairs
 from subcog_store.batch.clusters import clusters
 from subcog_store.batch.report import Cluster, RunReport
+from subcog_store.batch.runlock import run_lock
 from subcog_store.clock import iso
 from subcog_store.config import process_setting
 from subcog_store.db.connection import dict_rows, immediate
@@ -114,11 +115,19 @@ def dedup(store: "Store", *, namespace: str | None = None, domain: str | None = 
         report.warnings.append(f"semantic tier disabled: candidates from the FTS5 index, confirmed by word "
                                f"overlap >= {store.settings.dedup_text_threshold}")
     report.memories_before = _count_active(store, ns, dom)
-    if not dry_run:
+    if dry_run:
+        return _run(store, report, started, ns, dom, explicit, mode, tick)
+    with run_lock(store):   # one run at a time; a killed run's row is marked interrupted (batch.runlock)
         with immediate(store.con):
             store.con.execute(q("mark_stale_runs"))
             report.run_id = store.con.execute(q("start_run"), {
                 "started_at": iso(store.clock()), "memories_before": report.memories_before}).fetchone()[0]
+        return _run(store, report, started, ns, dom, explicit, mode, tick)
+
+
+def _run(store: "Store", report: RunReport, started: float, ns: str | None, dom: str | None,
+         explicit: float | None, mode: str, tick: Progress) -> RunReport:
+    dry_run = report.dry_run
     try:
         planned = _plan_scopes(store, report, ns, dom, explicit, mode, tick)
         if not dry_run:

@@ -34,9 +34,14 @@ def db_path(args: argparse.Namespace) -> Path:
 
 
 def open_store(args: argparse.Namespace, readonly: bool = False):
+    """The store; a batch run left 'running' by a killed `dedup` is marked interrupted on the way."""
+    from subcog_store.batch.runlock import reap_stale_runs
     from subcog_store.store import Store
 
-    return Store(db_path(args), readonly=readonly)
+    store = Store(db_path(args), readonly=readonly)
+    if not readonly:
+        reap_stale_runs(store)
+    return store
 
 
 def emit(args: argparse.Namespace, data: object, text: str | None = None) -> None:
@@ -76,6 +81,23 @@ def positive_int(text: str) -> int:
     return value
 
 
+PATH_ARGS = frozenset({"db", "file", "project", "query"})   # file names may be any bytes; the rest is text
+
+
+def check_text_args(args: argparse.Namespace) -> None:
+    """Arguments that are stored or looked up as text must be valid UTF-8 (argv bytes that are not decode to lone
+    surrogates, which SQLite cannot take)."""
+    for name, value in vars(args).items():
+        if name in PATH_ARGS:
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str):
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise InvalidInput(f"{name.replace('_', '-')} {item[:40]!r} is not valid UTF-8") from None
+
+
 def build_parser(modules: Iterable[ModuleType]) -> argparse.ArgumentParser:
     """The parser with every command of `modules` (each has `register(sub, add)`)."""
     doc = __doc__ or ""
@@ -97,11 +119,29 @@ def build_parser(modules: Iterable[ModuleType]) -> argparse.ArgumentParser:
     return parser
 
 
+def _once() -> Callable[[logging.LogRecord], bool]:
+    """A log filter that lets each distinct message through once (a batch of 3,000 lines on a full disk warns once,
+    not 3,000 times)."""
+    seen: set[str] = set()
+
+    def allow(record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if message in seen:
+            return False
+        seen.add(message)
+        return True
+    return allow
+
+
 def run(parser: argparse.ArgumentParser, argv: list[str] | None = None) -> int:
     """Parse, run the command, and turn the library's errors into a message on stderr and an exit code."""
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR if args.quiet else logging.WARNING, format="subcog-store: %(message)s")
+    once, handlers = _once(), list(logging.getLogger().handlers)
+    for handler in handlers:
+        handler.addFilter(once)
     try:
+        check_text_args(args)
         return args.handler(args)
     except SubcogError as e:
         print(f"subcog-store: {e}", file=sys.stderr)
@@ -110,6 +150,9 @@ def run(parser: argparse.ArgumentParser, argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except UnicodeEncodeError as e:  # text from the environment or a file that SQLite cannot take
+        print(f"subcog-store: invalid input: text that is not valid UTF-8 ({e.reason})", file=sys.stderr)
+        return InvalidInput.exit_code
     except Exception as e:  # noqa: BLE001 - a SQLite error that reached here still gets a documented code
         from subcog_store.errors import from_sqlite
 
@@ -118,3 +161,6 @@ def run(parser: argparse.ArgumentParser, argv: list[str] | None = None) -> int:
             raise
         print(f"subcog-store: {mapped}", file=sys.stderr)
         return mapped.exit_code
+    finally:
+        for handler in handlers:
+            handler.removeFilter(once)

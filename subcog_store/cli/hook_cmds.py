@@ -24,11 +24,15 @@ def register(sub, add) -> None:
                        ("session-start", "hand the model the project's index (and after a compaction its report)"),
                        ("user-prompt-submit", "hand the model the memories relevant to the prompt, if any")):
         hooks.add_parser(name, help=help)
-    p = add("install-hooks", "register the hooks in Claude Code's settings.json (merging)", cmd_install_hooks)
+    p = add("install-hooks", "register every hook in Claude Code's settings.json and the MCP server in .mcp.json "
+                             "(or the user's files), merging", cmd_install_hooks)
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--project", metavar="DIR", help="write DIR/.claude/settings.json")
     where.add_argument("--user", action="store_true", help="write ~/.claude/settings.json")
-    p.add_argument("--uninstall", action="store_true", help="remove our hooks instead")
+    p.add_argument("--uninstall", action="store_true", help="remove our hooks and MCP server instead")
+    p.add_argument("--no-approve-mcp", action="store_true",
+                   help="project: leave the MCP server for the client to ask about (by default it is approved in "
+                        "the same settings.json, enabledMcpjsonServers)")
     p.add_argument("--dry-run", action="store_true", help="say what would change; write nothing")
 
 
@@ -46,12 +50,16 @@ def cmd_install_hooks(args: argparse.Namespace) -> int:
     path = settings_path(Path(args.project) if args.project else None, user=args.user)
     try:
         result = uninstall_hooks(path, dry_run=args.dry_run) if args.uninstall else \
-            install_hooks(path, dry_run=args.dry_run)
+            install_hooks(path, dry_run=args.dry_run, approve=not args.no_approve_mcp)
     except SettingsError as e:
         raise InvalidInput(str(e)) from None
     verb = "would change" if args.dry_run and result.changed else ("updated" if result.changed else "unchanged")
     text = f"{path}: {verb}"
     if result.backup:
         text += f" (old file kept as {result.backup})"
+    if result.mcp:
+        text += f"\n{result.mcp.path}: MCP server {result.mcp.action}"
+        text += f" (old file kept as {result.mcp.backup})" if result.mcp.backup else ""
+        text += f"; {result.mcp.approval}" if result.mcp.approval else ""
     emit(args, result.to_dict(), text)
     return 0

@@ -6,9 +6,10 @@ import json
 import os
 import shlex
 import shutil
+import sys
 
 from subcog_store.cli.app import db_path, emit, open_store, positive_int, read_stdin_bytes, read_text_arg
-from subcog_store.errors import InvalidInput, NotFound, SubcogError
+from subcog_store.errors import DatabaseError, InvalidInput, NotFound, SubcogError
 
 MAX_JSONL_LINE = 1 << 20       # a longer line gets an error result without being parsed
 MAX_JSON_DEPTH = 32
@@ -96,41 +97,109 @@ def jsonl_requests(stream) -> list[tuple[int, dict | str]]:
 
 
 def run_jsonl(args: argparse.Namespace, capture: bool) -> int:
-    """One result line per request line, in order; a bad line gets an error result and the others go on."""
+    """One result line per request line, in order; a bad line gets an error result and the others go on. A database
+    error (full disk, lock, I/O) ends the batch: the lines handled before it keep their results, that line and the
+    later ones say so (exit 4)."""
     from subcog_store.store import CaptureRequest
 
     requests = jsonl_requests(read_stdin_bytes().splitlines(keepends=True))
     valid = [(n, r) for n, r in requests if isinstance(r, dict)]
-    results: dict[int, dict] = {n: {"line": n, "ok": False, "error": r, "exit_code": 2}
-                                for n, r in requests if isinstance(r, str)}
+    results: dict[int, dict] = {n: _failed(n, InvalidInput(r)) for n, r in requests if isinstance(r, str)}
     with open_store(args) as store:
-        batch = [CaptureRequest(r["content"], r["namespace"], r.get("domain"), r.get("importance", 0.5),
-                                r.get("tags"), r.get("source", "cli"), r.get("session_id"), None, r.get("created_at"))
-                 for _, r in valid]
         if capture:
-            for (number, _), o in zip(valid, store.capture_many(batch, dedupe_batch=False)):
-                results[number] = _outcome(number, o, valid)
+            batch = [CaptureRequest(r["content"], r["namespace"], r.get("domain"), r.get("importance", 0.5),
+                                    r.get("tags"), r.get("source", "cli"), r.get("session_id"), None,
+                                    r.get("created_at")) for _, r in valid]
+            _capture_lines(store, valid, batch, results)
         else:  # each line against the store alone (the batch is not a store)
-            store.embed_many([r["content"] for _, r in valid if len(r["content"]) <= 1 << 16])
-            for number, r in valid:
-                try:
-                    check = store.check_duplicate(r["content"], r["namespace"], r.get("domain"))
-                    results[number] = {"line": number, "ok": True, **check.to_dict()}
-                except SubcogError as e:
-                    results[number] = {"line": number, "ok": False, "error": str(e), "exit_code": e.exit_code}
-    failed = 0
+            _check_lines(store, valid, results)
+    failed = [r for r in results.values() if not r["ok"]]
     for number in sorted(results):
-        failed += not results[number]["ok"]
         print(json.dumps(results[number], ensure_ascii=False, default=str))
+    stopped = next((r for r in failed if r["exit_code"] == DatabaseError.exit_code), None)
+    if stopped is not None:
+        print(f"subcog-store: line {stopped['line']}: {stopped['error']} (the lines before it were handled; "
+              "see their results)", file=sys.stderr)
+        return DatabaseError.exit_code
     return 2 if failed else 0
+
+
+def _failed(number: int, error: SubcogError) -> dict:
+    return {"line": number, "ok": False, "error": str(error), "exit_code": error.exit_code}
+
+
+def _database_error(error: BaseException) -> SubcogError | None:
+    """A SQLite error as the documented DatabaseError, or None when it is not one (a bug: raised)."""
+    from subcog_store.errors import from_sqlite
+
+    return error if isinstance(error, DatabaseError) else from_sqlite(error)
+
+
+def _not_attempted(numbers: list[int], results: dict[int, dict]) -> None:
+    for number in numbers:
+        results[number] = _failed(number, DatabaseError("not attempted: an earlier line hit a database error"))
+
+
+def _capture_lines(store, valid: list, batch: list, results: dict[int, dict]) -> None:
+    """Each line captured on its own (so a database error costs only the lines from it on), the vectors embedded a
+    chunk at a time beforehand."""
+    from subcog_store.dedup.in_batch import EMBED_CHUNK, Outcome, needs_vector
+    from subcog_store.inputs import prepare
+
+    for start in range(0, len(valid), EMBED_CHUNK):
+        chunk = []
+        for request in batch[start:start + EMBED_CHUNK]:
+            try:
+                chunk.append(Outcome(0, prepare(request)))
+            except InvalidInput:
+                continue
+        try:
+            todo = [o.prepared for o in chunk if needs_vector(store, o)]
+        except Exception as e:  # noqa: BLE001 - the capture of each line meets it again and reports it
+            todo = []
+            if _database_error(e) is None:
+                raise
+        store.embed_many([p.content for p in todo], [p.content_hash for p in todo])
+        for offset, (number, _) in enumerate(valid[start:start + EMBED_CHUNK]):
+            try:
+                (outcome,) = store.capture_many([batch[start + offset]], dedupe_batch=False)
+            except Exception as e:  # noqa: BLE001 - a SQLite error that escaped the store
+                mapped = _database_error(e)
+                if mapped is None:
+                    raise
+                outcome = Outcome(0, error=mapped)
+            results[number] = _outcome(number, outcome, valid)
+            if isinstance(outcome.error, DatabaseError) or not outcome.handled:
+                _not_attempted([n for n, _ in valid if n > number], results)
+                return
+
+
+def _check_lines(store, valid: list, results: dict[int, dict]) -> None:
+    from subcog_store.inputs import validate_domain
+
+    store.embed_many([r["content"] for _, r in valid if len(r["content"]) <= 1 << 16])
+    for number, r in valid:
+        try:
+            check = store.check_duplicate(r["content"], r["namespace"], validate_domain(r.get("domain")))
+            results[number] = {"line": number, "ok": True, **check.to_dict()}
+            continue
+        except SubcogError as e:
+            error: SubcogError | None = e
+        except Exception as e:  # noqa: BLE001 - a SQLite error that escaped the store
+            error = _database_error(e)
+            if error is None:
+                raise
+        results[number] = _failed(number, error)
+        if isinstance(error, DatabaseError):
+            _not_attempted([n for n, _ in valid if n > number], results)
+            return
 
 
 def _outcome(number: int, o, valid: list) -> dict:
     if o.error is not None:
-        return {"line": number, "ok": False, "error": str(o.error), "exit_code": o.error.exit_code}
+        return _failed(number, o.error)
     if not o.handled:
-        return {"line": number, "ok": False, "error": "not attempted: an earlier line hit a database error",
-                "exit_code": 4}
+        return _failed(number, DatabaseError("not attempted: an earlier line hit a database error"))
     if o.repeat_of is not None:
         return {"line": number, "ok": True, "stored": False, "decision": "in_batch", "is_duplicate": True,
                 "reason": "in_batch", "same_as_line": valid[o.repeat_of][0], "similarity_score": o.similarity,
@@ -183,8 +252,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         return run_jsonl(args, capture=False)
     if args.text is None or args.namespace is None:
         raise InvalidInput("check needs --namespace and a text (or --jsonl)")
+    from subcog_store.inputs import validate_domain
+
     with open_store(args) as store:
-        result = store.check_duplicate(read_text_arg(args.text), args.namespace, args.domain)
+        result = store.check_duplicate(read_text_arg(args.text), args.namespace, validate_domain(args.domain))
         emit(args, result.to_dict(), describe_check(result))
     return 0
 

@@ -22,7 +22,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from subcog_store.doctor import diagnose, open_for_doctor
 
     with open_for_doctor(args) as con:
-        findings = diagnose(con)
+        findings = diagnose(con, worker=True)
     bad = [f for f in findings if not f.ok]
     emit(args, {"ok": not bad, "findings": [f.__dict__ for f in findings]},
          "\n".join(f"{'ok  ' if f.ok else 'FAIL'} {f.check}: {f.detail}"

@@ -49,10 +49,21 @@ def set_overrides(con: apsw.Connection, overrides: dict[str, float]) -> None:
     con.create_scalar_function("subcog_setting", lambda key: values.get(key), 1, flags=flags)
 
 
+def _disk_full(path: str) -> bool:
+    """No space left for an unprivileged writer on the file system that holds `path`."""
+    try:
+        info = os.statvfs(Path(path).parent)
+    except (OSError, ValueError):
+        return False
+    return info.f_bavail * info.f_frsize < 64 << 10
+
+
 def _describe(path: str, error: Exception) -> str:
     parent = Path(path).parent
     if not parent.exists():
         return f"{path}: the directory {parent} does not exist"
+    if isinstance(error, (apsw.FullError, apsw.IOError)) and _disk_full(path):
+        return f"{path}: the disk is full; nothing was written"
     if isinstance(error, apsw.ReadOnlyError) or (Path(path).exists() and not os.access(path, os.W_OK)):
         return f"{path}: the database is read-only"
     if isinstance(error, apsw.BusyError):
@@ -68,6 +79,10 @@ def connect(path: str | os.PathLike, *, readonly: bool = False, migrate: bool = 
     A file that is not a subcog-store database raises NotASubcogDatabase and is left untouched.
     """
     path = str(path)
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise DatabaseError(f"{path!r}: SQLite cannot open a path that is not valid UTF-8") from None
     if path != ":memory:" and not Path(path).parent.exists():
         raise DatabaseError(f"{path}: the directory {Path(path).parent} does not exist")
     flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
@@ -75,8 +90,9 @@ def connect(path: str | os.PathLike, *, readonly: bool = False, migrate: bool = 
         con = apsw.Connection(path, flags=flags)
         con.setbusytimeout(BUSY_TIMEOUT_MS)
         _register(con)
-        app_id = con.execute("pragma application_id").fetchone()[0]
-        tables = con.execute(q("count_schema_objects")).fetchone()[0]
+        with read_snapshot(con):  # one snapshot: another process may be creating this very file right now
+            app_id = con.execute("pragma application_id").fetchone()[0]
+            tables = con.execute(q("count_schema_objects")).fetchone()[0]
     except (apsw.NotADBError, apsw.CorruptError):
         raise NotASubcogDatabase(f"{path} is not a SQLite database, or is corrupt (left untouched)") from None
     except apsw.Error as e:
@@ -145,8 +161,15 @@ def immediate(con: apsw.Connection) -> Iterator[apsw.Connection]:
         if not con.getautocommit():
             con.execute("rollback")
         raise
-    else:
+    try:
         con.execute("commit")
+    except BaseException:  # a commit that fails (disk full, I/O error) must not leave the transaction open
+        try:
+            if not con.getautocommit():
+                con.execute("rollback")
+        except apsw.Error:
+            pass  # the commit's own error is the one to report
+        raise
 
 
 @contextmanager

@@ -17,6 +17,27 @@ if TYPE_CHECKING:
 DIMENSIONS = 384
 MAX_TOKENS = 256
 BATCH_SIZE = 32
+# The session's threading, in one place (issue #13; bench/bench_onnx_threads.py measures the choices on a busy
+# machine). One intra-op thread without spinning: a hook shares two cores with everything else, and spinning
+# threads burn a core waiting for work.
+INTRA_OP_THREADS = 1
+INTER_OP_THREADS = 1
+ALLOW_SPINNING = False
+
+
+def session_options(threads: int = 0):
+    """The onnxruntime.SessionOptions every session of this model is created with (`threads` overrides the
+    intra-op thread count)."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3
+    options.intra_op_num_threads = threads or INTRA_OP_THREADS
+    options.inter_op_num_threads = INTER_OP_THREADS
+    spinning = "1" if ALLOW_SPINNING else "0"
+    options.add_session_config_entry("session.intra_op.allow_spinning", spinning)
+    options.add_session_config_entry("session.inter_op.allow_spinning", spinning)
+    return options
 
 
 class Embedder:
@@ -51,12 +72,8 @@ class Embedder:
             tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
             tokenizer.no_padding()
             tokenizer.enable_truncation(MAX_TOKENS)
-            options = onnxruntime.SessionOptions()
-            options.log_severity_level = 3
-            if self.threads:
-                options.intra_op_num_threads = self.threads
             self._session = onnxruntime.InferenceSession(
-                str(directory / "model.onnx"), options, providers=["CPUExecutionProvider"])
+                str(directory / "model.onnx"), session_options(self.threads), providers=["CPUExecutionProvider"])
             self._input_names = {i.name for i in self._session.get_inputs()}
             self._tokenizer = tokenizer
 

@@ -1,0 +1,180 @@
+"""The caller's side: run a whole hook in the worker, embed there, ask its status or stop it.
+
+Every call raises `Unavailable` (with the reason, for the log) when the worker cannot serve it: absent, starting,
+busy, wedged, of another version, unsafe, or killed mid-request. The caller then does the work in process. A
+hook imports this module, so it imports only the standard library's lightest modules.
+
+A hook request is a handshake: the worker answers "queued" while another request runs, then "ready" when this
+one may start (or "busy" after the wait the caller allowed); only after the caller's "go" does it run, so either
+the worker or the caller runs a hook, never both (unless the worker dies mid-run: then what it committed is
+found by the store's exact tier and skipped as a duplicate, and the offset it never saved is read again).
+"""
+from __future__ import annotations
+
+import os
+import time
+
+from subcog_store.worker import protocol as wire
+
+DEFAULT_BUDGET_SECS = 20.0      # config: hook_budget_secs (test_worker keeps the two equal)
+CONNECT_SECS = 0.02             # a Unix socket connects at once or not at all
+FIRST_FRAME_SECS = 0.5          # a live worker answers "ready" or "queued" at once; silence means wedged
+HOOK_SLOT_SECS = 1.0            # how long a busy worker may queue a hook before the caller runs it itself
+EMBED_SLOT_SECS = 5.0
+RESERVE_SHARE, RESERVE_MAX_SECS = 0.25, 5.0   # of the hook's budget, kept for running in process after a failure
+ANSWER_GRACE_SECS = 0.75        # the hook's save grace (0.5 s) plus the answer's way back
+EMBED_SECS_PER_TEXT = 0.05
+EMBED_BATCH = 64                # texts per request: a hook waits behind at most one such batch
+
+
+class Unavailable(Exception):
+    """The worker cannot serve this call. `spawn`: starting one may help next time; `stale`: the worker is of
+    another version (it exits on its own; a new one may start once it has); `quiet`: not worth a log line (the
+    worker is disabled)."""
+
+    def __init__(self, reason: str, spawn: bool = False, quiet: bool = False, stale: bool = False):
+        super().__init__(reason)
+        self.reason, self.spawn, self.quiet, self.stale = reason, spawn or stale, quiet, stale
+
+
+def enabled() -> bool:
+    """SUBCOG_WORKER_ENABLED (default true; config is imported only when the variable is set)."""
+    if not os.environ.get("SUBCOG_WORKER_ENABLED"):
+        return True
+    from subcog_store.config import process_setting
+    from subcog_store.errors import ConfigError
+
+    try:
+        return bool(process_setting("worker_enabled"))
+    except ConfigError:
+        return False   # the in-process path never reads it: a bad value simply means no worker
+
+
+def hook_budget() -> tuple[float, bool]:
+    """The hook's budget and whether it parsed (when not, the worker's run reports the bad setting itself)."""
+    if not os.environ.get("SUBCOG_HOOK_BUDGET_SECS"):
+        return DEFAULT_BUDGET_SECS, True
+    from subcog_store.config import process_setting
+    from subcog_store.errors import ConfigError
+
+    try:
+        return float(process_setting("hook_budget_secs")), True   # type: ignore[arg-type]
+    except ConfigError:
+        return DEFAULT_BUDGET_SECS, False
+
+
+def connect(paths: wire.Paths | None = None, timeout: float = CONNECT_SECS):
+    """A connected socket to this user's worker of this install, after checking who owns what."""
+    import _socket
+
+    paths = paths or wire.Paths()
+    problem = wire.unsafe_dir(paths.dir)
+    if problem:
+        raise Unavailable("no worker" if problem == "absent" else f"worker directory unsafe: {problem}",
+                          spawn=problem == "absent")
+    problem = wire.unsafe_socket(paths.sock)
+    if problem:   # a new worker renames its own socket over a stale or foreign one
+        raise Unavailable("no worker" if problem == "absent" else f"worker socket not used: {problem}", spawn=True)
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout)
+        with wire.Address(paths.sock) as address:
+            sock.connect(address)
+        uid = wire.peer_uid(sock)
+        if uid not in (-1, os.getuid()):
+            raise Unavailable(f"worker socket served by uid {uid}")
+        return sock
+    except (FileNotFoundError, ConnectionRefusedError):
+        sock.close()
+        raise Unavailable("no worker (stale socket)", spawn=True) from None
+    except TimeoutError:
+        sock.close()
+        raise Unavailable("worker not accepting connections (wedged?)") from None
+    except OSError as e:
+        sock.close()
+        raise Unavailable(f"cannot connect to the worker: {e.strerror or e}", spawn=True) from None
+    except BaseException:
+        sock.close()
+        raise
+
+
+def _start(sock, header: dict, blob: bytes, slot_secs: float) -> dict:
+    """Send a request and wait until the worker may run it; returns its "ready" (or final) frame."""
+    header.update(v=wire.PROTOCOL, key=wire.version_key(), wait=slot_secs)
+    wire.send(sock, header, blob)
+    reply, _ = wire.recv(sock, time.monotonic() + FIRST_FRAME_SECS)
+    if reply.get("st") == "queued":
+        reply, _ = wire.recv(sock, time.monotonic() + slot_secs + FIRST_FRAME_SECS)
+    if reply.get("error"):
+        error = str(reply["error"])
+        raise Unavailable({"version": "worker of another version (it exits; a new one starts)",
+                           "busy": "worker busy"}.get(error, f"worker refused: {error}"), stale=error == "version")
+    return reply
+
+
+def _failed(e: BaseException) -> Unavailable:
+    if isinstance(e, Unavailable):
+        return e
+    if isinstance(e, TimeoutError):
+        return Unavailable("worker did not answer in time")
+    if isinstance(e, wire.ProtocolError):
+        return Unavailable(f"worker connection lost ({e})", spawn=True)
+    return Unavailable(f"worker connection failed: {type(e).__name__}: {e}", spawn=True)
+
+
+def run_hook(event: str | None, opts: dict, raw: bytes, db: str | None, started: float) -> str:
+    """The hook's output as the worker computed it (raises Unavailable: run it in process then)."""
+    if not enabled():
+        raise Unavailable("disabled", quiet=True)
+    budget, parsed = hook_budget()
+    sock = connect()
+    try:
+        mask = os.umask(0o077)
+        os.umask(mask)
+        header = {"op": "hook", "event": event, "dry_run": bool(opts.get("dry_run")), "format": opts.get("format"),
+                  "db": db, "cwd": os.getcwd(), "umask": mask, "env": dict(os.environ)}
+        reply = _start(sock, header, raw, min(HOOK_SLOT_SECS, budget / 4))
+        if reply.get("st") != "ready":
+            raise Unavailable(f"worker sent {str(reply)[:80]}")
+        reserve = min(budget * RESERVE_SHARE, RESERVE_MAX_SECS)   # kept whole for running it here after all
+        share = max(0.1, budget - reserve - ANSWER_GRACE_SECS - (time.monotonic() - started))
+        wire.send(sock, {"go": True, "budget": round(share, 3) if parsed else None})
+        answer, _ = wire.recv(sock, time.monotonic() + share + ANSWER_GRACE_SECS)
+        if answer.get("ok") is not True or not isinstance(answer.get("out"), str):
+            raise Unavailable(f"worker could not run the hook: {str(answer.get('error'))[:200]}")
+        return answer["out"]
+    except Exception as e:  # noqa: BLE001 - every failure means: run it in process
+        raise _failed(e) from None
+    finally:
+        sock.close()
+
+
+def request(op: str, fields: dict | None = None, slot_secs: float = EMBED_SLOT_SECS, answer_secs: float = 30.0,
+            paths: wire.Paths | None = None) -> tuple[dict, bytes]:
+    """One non-hook request ("load", "embed", "status", "stop"); returns the answer frame."""
+    sock = connect(paths)
+    try:
+        reply = _start(sock, {"op": op, **(fields or {})}, b"", slot_secs)
+        blob = b""
+        if reply.get("st") == "ready":
+            reply, blob = wire.recv(sock, time.monotonic() + answer_secs)
+        if reply.get("ok") is not True:
+            raise Unavailable(f"worker: {str(reply.get('error'))[:300]}")
+        return reply, blob
+    except Exception as e:  # noqa: BLE001
+        raise _failed(e) from None
+    finally:
+        sock.close()
+
+
+def embed(texts: list[str], model_dir: str) -> bytes:
+    """float32 vectors, one row of 384 per text, as the worker's embedder computed them."""
+    out = []
+    for start in range(0, len(texts), EMBED_BATCH):
+        chunk = texts[start:start + EMBED_BATCH]
+        answer, blob = request("embed", {"texts": chunk, "model_dir": model_dir},
+                               answer_secs=10.0 + EMBED_SECS_PER_TEXT * len(chunk))
+        if answer.get("n") != len(chunk) or len(blob) != len(chunk) * 4 * int(answer.get("dim", 0)):
+            raise Unavailable("worker sent vectors of the wrong shape")
+        out.append(blob)
+    return b"".join(out)

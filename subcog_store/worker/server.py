@@ -1,0 +1,377 @@
+"""The worker process: holds the modules, the ONNX session (one per model directory) and the guard's tables warm,
+and runs whole hooks (`hook.entry.run`, the same function a hook runs in process) and embeddings for fresh
+processes, one at a time, over a Unix socket only its user can open.
+
+A hook request runs with the caller's environment, working directory and umask applied for its duration (config
+reads os.environ; requests never overlap, so that is safe), and the log records of the run go to the caller's
+hook log. The worker exits after SUBCOG_WORKER_IDLE_SECS without a request, when its code or model files change
+(checked every VERSION_CHECK_SECS), when its socket is removed or replaced, on SIGTERM/SIGINT/SIGHUP and on
+`stop`; it removes its socket and pid file on the way out. It never opens a port.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from subcog_store.worker import protocol as wire
+
+log = logging.getLogger("subcog_store.worker")
+hook_log = logging.getLogger("subcog_store.hook")
+READ_SECS = 5.0              # a client must send its whole request within this
+GO_SECS = 2.0                # ... and its "go" within this after "ready"
+TICK_SECS = 0.25
+VERSION_CHECK_SECS = 2.0
+MAX_CONNECTIONS = 32
+STOP_WAIT_SECS = 5.0         # an in-flight request may finish within this on stop
+MAX_WAIT_SECS = 30.0
+MAX_RSS_MB = 1024            # grown past this (a huge transcript's buffers stay with the allocator): exit, a fresh
+#                              one starts on the next call
+WARM_TEXTS = ["We decided to use PgBouncer in transaction mode for the checkout database because the pool ran "
+              "out of connections during the load test.", "Retries use exponential backoff.",
+              "Learned that the CI runner image ships an old OpenSSL, so the TLS tests fail only in CI."] * 7
+
+
+class Worker:
+    def __init__(self, paths: wire.Paths, lock_fd: int, idle_secs: float):
+        self.paths, self.lock_fd, self.idle_secs = paths, lock_fd, idle_secs
+        self.key = wire.version_key()
+        self.run_lock = threading.Lock()
+        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self.stopping = threading.Event()
+        self.reason = ""
+        self.busy = 0
+        self.last = time.monotonic()
+        self.started = time.time()
+        self.requests = 0
+        self.listener: socket.socket | None = None
+        self.inode = 0
+
+    # -- life ---------------------------------------------------------------------------------------------------
+    def stop(self, reason: str) -> None:
+        if not self.stopping.is_set():
+            self.reason = reason
+            self.stopping.set()
+
+    def preload(self) -> None:
+        """Import what hooks use, open an in-memory store (sqlite-vec loaded) and load and warm the default model."""
+        started = time.perf_counter()
+        try:
+            from subcog_store.hook import entry, handlers  # noqa: F401
+            from subcog_store.model import provider
+            from subcog_store.store import Store
+
+            provider.serve_shared()
+            for name in ("subcog_store.hook.capture", "subcog_store.hook.recall_hooks", "subcog_store.hook.extract",
+                         "subcog_store.recall.search", "subcog_store.recall.inject", "subcog_store.dedup.in_batch",
+                         "subcog_store.dedup.policies", "subcog_store.text.guard", "subcog_store.text.redact"):
+                try:
+                    __import__(name)
+                except ImportError:
+                    pass
+            extract = sys.modules.get("subcog_store.hook.extract")
+            if extract is not None and hasattr(extract, "load_scorer"):
+                try:
+                    extract.load_scorer()
+                except Exception:  # noqa: BLE001 - warming only
+                    pass
+            Store(":memory:", fetch_model=False).close()
+            embedder = provider.shared(None)
+            embedder.load()
+            embedder.embed_batch(WARM_TEXTS)
+        except Exception as e:  # noqa: BLE001 - a model that does not load is reported per request, in the hook log
+            log.warning("worker %d: preload incomplete: %s: %s", os.getpid(), type(e).__name__, e)
+        log.info("worker %d: ready in %.0f ms (version %s)", os.getpid(), (time.perf_counter() - started) * 1000,
+                 self.key)
+
+    def bind(self) -> None:
+        """Listen on a fresh socket, renamed over the path (a stale or foreign file there is replaced)."""
+        tmp = f"{self.paths.sock}.{os.getpid()}"
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        with wire.Address(tmp) as address:
+            listener.bind(address)
+        os.chmod(tmp, 0o600)
+        listener.listen(64)
+        os.replace(tmp, self.paths.sock)
+        self.inode = os.stat(self.paths.sock).st_ino
+        self.listener = listener
+
+    def write_pid(self) -> None:
+        """The pid file, written before the model loads so `stop` can end a worker that is still starting."""
+        try:
+            with open(self.paths.pid + ".tmp", "w", encoding="utf-8") as f:
+                json.dump({"pid": os.getpid(), "key": self.key, "started": self.started}, f)
+            os.replace(self.paths.pid + ".tmp", self.paths.pid)
+        except OSError as e:   # a full disk: the pid file is a convenience (stop asks over the socket first)
+            log.warning("worker %d: no pid file: %s", os.getpid(), e)
+            try:
+                os.unlink(self.paths.pid + ".tmp")
+            except OSError:
+                pass
+
+    def serve(self) -> None:
+        assert self.listener is not None
+        self.listener.settimeout(TICK_SECS)
+        self.last = time.monotonic()
+        next_check = time.monotonic() + VERSION_CHECK_SECS
+        while not self.stopping.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except (TimeoutError, InterruptedError):
+                conn = None
+            if conn is not None:
+                if self.slots.acquire(blocking=False):
+                    threading.Thread(target=self._connection, args=(conn,), daemon=True).start()
+                else:
+                    conn.close()
+            now = time.monotonic()
+            if not self.busy and now - self.last > self.idle_secs:
+                self.stop(f"idle for {self.idle_secs:.0f} s")
+            if now >= next_check:
+                next_check = now + VERSION_CHECK_SECS
+                self._check_files()
+
+    def _check_files(self) -> None:
+        if wire.version_key() != self.key:
+            self.stop("its code or model files changed")
+        try:
+            if os.stat(self.paths.sock).st_ino != self.inode:
+                self.stop("its socket was replaced")
+        except OSError:
+            self.stop("its socket was removed")
+
+    def shutdown(self) -> None:
+        if self.listener is not None:
+            self.listener.close()
+        deadline = time.monotonic() + STOP_WAIT_SECS
+        while self.busy and time.monotonic() < deadline:
+            time.sleep(0.02)
+        try:
+            if os.stat(self.paths.sock).st_ino == self.inode:
+                os.unlink(self.paths.sock)
+        except OSError:
+            pass
+        try:
+            with open(self.paths.pid, encoding="utf-8") as f:
+                mine = json.load(f).get("pid") == os.getpid()
+            if mine:
+                os.unlink(self.paths.pid)
+        except (OSError, ValueError, AttributeError):
+            pass
+        log.info("worker %d: exiting (%s) after %d requests", os.getpid(), self.reason or "stopped", self.requests)
+        os.close(self.lock_fd)
+
+    # -- one connection -----------------------------------------------------------------------------------------
+    def _connection(self, conn: socket.socket) -> None:
+        try:
+            if wire.peer_uid(conn) not in (-1, os.getuid()):
+                return
+            header, blob = wire.recv(conn, time.monotonic() + READ_SECS)
+            self._request(conn, header, blob)
+        except wire.ProtocolError as e:
+            log.info("worker %d: dropped a request: %s", os.getpid(), e)
+            try:
+                wire.send(conn, {"ok": False, "error": "bad request"}, timeout=0.5)
+            except OSError:
+                pass
+        except Exception as e:  # noqa: BLE001 - one bad connection never ends the worker
+            log.info("worker %d: connection ended: %s: %s", os.getpid(), type(e).__name__, e)
+        finally:
+            conn.close()
+            self.slots.release()
+
+    def _request(self, conn: socket.socket, header: dict, blob: bytes) -> None:
+        op = header.get("op")
+        if op == "status":
+            wire.send(conn, {"ok": True, **self.status()})
+            return
+        if op == "stop":
+            wire.send(conn, {"ok": True, "pid": os.getpid()})
+            self.stop("asked to stop")
+            return
+        if header.get("v") != wire.PROTOCOL or header.get("key") != self.key:
+            wire.send(conn, {"ok": False, "error": "version"})
+            self._check_files()
+            return
+        if op not in ("hook", "embed", "load"):
+            wire.send(conn, {"ok": False, "error": "unknown request"})
+            return
+        wait = min(max(float(header.get("wait") or 0.0), 0.0), MAX_WAIT_SECS)
+        if not self.run_lock.acquire(blocking=False):
+            wire.send(conn, {"st": "queued"})
+            if not self.run_lock.acquire(timeout=wait):
+                wire.send(conn, {"ok": False, "error": "busy"})
+                return
+        self.busy += 1
+        try:
+            if self.stopping.is_set():
+                wire.send(conn, {"ok": False, "error": "stopping"})
+                return
+            wire.send(conn, {"st": "ready"})
+            if op == "hook":
+                go, _ = wire.recv(conn, time.monotonic() + GO_SECS)
+                if go.get("go") is True:
+                    wire.send(conn, self._hook(header, blob, go.get("budget")), timeout=10.0)
+            else:
+                answer, data = self._model(op, header)
+                wire.send(conn, answer, data, timeout=10.0)
+        finally:
+            self.requests += 1
+            self.last = time.monotonic()
+            self.busy -= 1
+            self.run_lock.release()
+            if rss_mb() > MAX_RSS_MB:
+                self.stop(f"its memory grew past {MAX_RSS_MB} MB")
+
+    def _hook(self, header: dict, raw: bytes, budget: object) -> dict:
+        from subcog_store.hook import entry
+
+        env = header.get("env")
+        if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+            return {"ok": False, "error": "no environment"}
+        env = dict(env)
+        if isinstance(budget, (int, float)) and not isinstance(budget, bool):
+            env["SUBCOG_HOOK_BUDGET_SECS"] = repr(float(budget))
+        opts = {"event": header.get("event"), "dry_run": bool(header.get("dry_run")),
+                "format": header.get("format") or "default", "db": header.get("db")}
+        started = time.perf_counter()
+        try:
+            with applied(env, str(header.get("cwd")), int(header.get("umask", 0o022))):
+                out = entry.run(opts["event"], opts, raw, use_model=True)
+                hook_log.info("worker %d: %s answered in %.0f ms", os.getpid(), opts["event"],
+                              (time.perf_counter() - started) * 1000)
+        except (OSError, ValueError) as e:   # its directory is gone, its environment unusable: it runs the hook
+            return {"ok": False, "error": f"cannot take on the caller's directory or environment: {e}"}
+        return {"ok": True, "out": out}
+
+    def _model(self, op: str, header: dict) -> tuple[dict, bytes]:
+        from subcog_store.model import provider
+
+        directory = header.get("model_dir")
+        texts = header.get("texts", [])
+        if not isinstance(directory, str) or not isinstance(texts, list) or \
+                not all(isinstance(t, str) for t in texts):
+            return {"ok": False, "error": "bad request"}, b""
+        try:
+            embedder = provider.shared(Path(directory))
+            embedder.load()
+            if op == "load":
+                return {"ok": True, "dim": embedder.dimensions}, b""
+            vectors = embedder.embed_batch(texts)
+        except Exception as e:  # noqa: BLE001 - the caller loads the model itself and meets the same error
+            return {"ok": False, "error": f"{type(e).__name__}: {e}"[:500]}, b""
+        return {"ok": True, "n": len(texts), "dim": int(vectors.shape[1])}, vectors.astype("<f4").tobytes()
+
+    def status(self) -> dict:
+        from subcog_store.model import provider
+
+        return {"pid": os.getpid(), "key": self.key, "started": self.started, "uptime_secs": round(
+            time.time() - self.started, 1), "idle_secs": round(time.monotonic() - self.last, 1),
+            "idle_limit_secs": self.idle_secs, "requests": self.requests, "busy": bool(self.busy),
+            "models": provider.loaded_dirs(), "rss_mb": rss_mb(), "python": sys.version.split()[0],
+            "package": wire.PACKAGE}
+
+
+def rss_mb() -> int:
+    try:
+        with open("/proc/self/statm", encoding="ascii") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // (1 << 20)
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+@contextmanager
+def applied(env: dict[str, str], cwd: str, umask: int) -> Iterator[None]:
+    """The caller's environment, working directory and umask, and a clean log set-up, for one request."""
+    root = logging.getLogger("subcog_store")
+    handlers = list(root.handlers)
+    home_cwd, home_env = os.getcwd(), dict(os.environ)
+    tz_changed = home_env.get("TZ") != env.get("TZ")
+    os.chdir(cwd)   # may raise: nothing is changed yet
+    old_mask = os.umask(umask & 0o777)
+    try:
+        os.environ.clear()
+        os.environ.update(env)
+        if tz_changed:
+            time.tzset()
+        yield
+    finally:
+        for handler in [h for h in root.handlers if h not in handlers]:
+            root.removeHandler(handler)
+            handler.close()
+        os.environ.clear()
+        os.environ.update(home_env)
+        if tz_changed:
+            time.tzset()
+        os.umask(old_mask)
+        os.chdir(home_cwd)
+
+
+def _own_log() -> None:
+    """The worker's own lines go to the hook log of the environment that started it."""
+    from subcog_store.config import hook_log_path
+
+    log.propagate = False
+    log.setLevel(logging.INFO)
+    logging.raiseExceptions = False
+    try:
+        path = hook_log_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler: logging.Handler = logging.FileHandler(path, encoding="utf-8")
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    except Exception:  # noqa: BLE001 - no log: the worker runs anyway
+        handler = logging.NullHandler()
+    log.addHandler(handler)
+
+
+def main(argv: list[str]) -> int:
+    """Run the worker until it stops (started by lifecycle.start_detached with the lock already held)."""
+    from subcog_store.config import process_setting
+    from subcog_store.errors import ConfigError
+
+    os.chdir("/")   # never hold on to the starter's directory (each request enters its caller's)
+    _own_log()
+    paths = wire.Paths()
+    lock_fd = int(argv[argv.index("--lock-fd") + 1]) if "--lock-fd" in argv else None
+    if lock_fd is None:
+        from subcog_store.worker.lifecycle import _try_lock
+
+        if wire.unsafe_dir(paths.dir, create=True) or (lock_fd := _try_lock(paths.lock)) is None:
+            return 0
+    os.set_inheritable(lock_fd, False)
+    try:
+        idle = float(process_setting("worker_idle_secs"))   # type: ignore[arg-type]
+    except ConfigError as e:
+        log.warning("worker: %s; using the default", e)
+        idle = float(process_setting("worker_idle_secs", {}))   # type: ignore[arg-type]
+    problem = wire.unsafe_dir(paths.dir, create=True)
+    if problem:
+        log.warning("worker: not started: %s", problem)
+        return 1
+    worker = Worker(paths, lock_fd, idle)
+    worker.write_pid()
+    worker.preload()   # a signal now ends it at once (nothing to clean but the pid file, which `stop` removes)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda signum, frame: worker.stop(f"signal {signal.Signals(signum).name}"))
+    try:
+        if not worker.stopping.is_set():
+            worker.bind()
+            worker.serve()
+    except OSError as e:
+        log.warning("worker %d: cannot listen on %s: %s", os.getpid(), paths.sock, e)
+        return 1
+    finally:
+        worker.shutdown()
+    return 0

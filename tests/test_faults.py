@@ -1,0 +1,645 @@
+"""Faults found by trying to break it (issue #15): each one reproduced, as a real process where it matters.
+
+FIFO and device transcripts, a huge session over successive runs, a full disk (a small tmpfs when root may mount
+one, and a simulated SQLITE_FULL in any case), bad --jsonl lines, huge ids, /dev/zero, a hook log that cannot be
+written, non-finite settings, a held lock, a killed dedup run, install-hooks on a missing directory. A fault that
+lives in a module another engineer is changing is an xfail(strict=True) naming the bug.
+"""
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import apsw
+import pytest
+
+from conftest import _contract_checker, clean_environ, cli_command
+
+REPO = Path(__file__).resolve().parents[1]
+SESSION_A = REPO / "samples" / "session-a.jsonl"
+CLI = cli_command()
+MARGIN = 1.5        # over the hook's budget: its 0.5 s grace to save progress, and starting and ending a process
+IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+NO_MODEL = {"SUBCOG_DEDUP_SEMANTIC_ENABLED": "false"}
+
+
+# ------------------------------------------------------------------------------------------------ helpers
+def run(args: list[str], tmp_path: Path, stdin: bytes = b"", timeout: float = 60, **env: str
+        ) -> subprocess.CompletedProcess:
+    """The CLI as a process. No warm worker (a detached process would outlive the test) unless `env` asks."""
+    environ = clean_environ({"SUBCOG_HOOK_LOG": str(tmp_path / "hook.log"), "SUBCOG_WORKER_ENABLED": "false", **env})
+    return subprocess.run([*CLI, *args], input=stdin, capture_output=True, env=environ, timeout=timeout,
+                          cwd=tmp_path)
+
+
+def hook(tmp_path: Path, db: Path, payload: dict | bytes, timeout: float = 60, **env: str
+         ) -> tuple[subprocess.CompletedProcess, float]:
+    raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    started = time.monotonic()
+    proc = run(["--db", str(db), "hook", "pre-compact"], tmp_path, raw, timeout, **env)
+    return proc, time.monotonic() - started
+
+
+def message(proc: subprocess.CompletedProcess) -> str:
+    """The hook exited 0, wrote nothing on stderr and printed output the client accepts: its status line."""
+    assert proc.returncode == 0, proc
+    assert proc.stderr == b"", proc.stderr.decode(errors="replace")
+    out = proc.stdout.decode("utf-8")
+    checker = _contract_checker()
+    if checker is not None:
+        assert checker.problems("PreCompact", out) == [], out
+    if out.lstrip().startswith("{"):
+        return json.loads(out)["systemMessage"]
+    return out.splitlines()[0] if out else ""
+
+
+def payload(path: Path | str, session: str = "faults") -> dict:
+    return {"session_id": session, "transcript_path": str(path), "hook_event_name": "PreCompact",
+            "trigger": "manual", "cwd": "/"}
+
+
+def assistant(text: str, uuid: str = "u") -> bytes:
+    return (json.dumps({"type": "assistant", "isSidechain": False, "sessionId": "s", "uuid": uuid,
+                        "message": {"role": "assistant", "content": [{"type": "text", "text": text}]}})
+            + "\n").encode()
+
+
+WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
+         "quebec romeo sierra tango uniform victor whiskey xray yankee zulu").split()
+
+
+def decision(i: int) -> str:
+    """A distinct decision paragraph (the capture rules keep it)."""
+    w = " ".join(WORDS[(i * k) % 26] for k in (1, 3, 5, 7))
+    return f"We decided to use PostgreSQL for component {w} number {i} because it halves the latency."
+
+
+def count(db: Path, sql: str = "select count(*) from memories where status = 'active'") -> int:
+    con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY, vfs="unix")
+    try:
+        return con.execute(sql).fetchone()[0]
+    finally:
+        con.close()
+
+
+def cli(monkeypatch, capsys, *argv: str, stdin: bytes = b"", **env: str) -> tuple[int, str, str]:
+    """The CLI in this process (fast): exit code, stdout, stderr. An exception that escapes is a test error."""
+    from subcog_store.cli.main import main
+
+    for key in [k for k in os.environ if k.startswith("SUBCOG_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("SUBCOG_WORKER_ENABLED", "false")   # no detached worker may outlive the test
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+    try:
+        code = main(list(argv))
+    except SystemExit as e:          # argparse
+        code = e.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# ------------------------------------------------------------------- 2. FIFO, devices, directories as transcripts
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "directory"])
+def test_a_transcript_that_is_not_a_regular_file_never_hangs(tmp_path, kind):
+    path = {"fifo": tmp_path / "fifo", "dev-zero": Path("/dev/zero"), "directory": tmp_path}[kind]
+    if kind == "fifo":
+        os.mkfifo(path)
+    proc, elapsed = hook(tmp_path, tmp_path / "s.db", payload(path), timeout=20, **NO_MODEL)
+    assert "transcript unreadable" in message(proc)
+    assert elapsed < 10
+
+
+# ------------------------------------------------------------------------------ 1. a huge session, run after run
+def runs_until_done(tmp_path: Path, db: Path, path: Path, budget: float, max_runs: int) -> list[tuple[str, float]]:
+    """Run the hook until it has nothing new; each run keeps to its budget and makes progress."""
+    seen: list[tuple[str, float]] = []
+    before = (0, 0)
+    for _ in range(max_runs):
+        proc, elapsed = hook(tmp_path, db, payload(path), SUBCOG_HOOK_BUDGET_SECS=str(budget), **NO_MODEL)
+        text = message(proc)
+        seen.append((text, elapsed))
+        assert elapsed <= budget + MARGIN, f"run {len(seen)} took {elapsed:.1f} s (budget {budget} s): {seen}"
+        if "nothing new" in text:
+            return seen
+        now = (count(db), count(db, "select coalesce(max(byte_offset), 0) from hook_offsets"))
+        assert now > before or "stopped early" not in text, f"run {len(seen)} made no progress: {seen}"
+        before = now
+    pytest.fail(f"not done after {max_runs} runs: {seen}")
+
+
+@pytest.mark.xfail(strict=True, reason="hook/capture.py: a transcript record is extracted whole, outside the "
+                   "deadline (3,000 paragraphs: 1.5-5 s), and its offset is saved only when every candidate of it "
+                   "was handled; a stopped run is redone from the record's start, re-skipping its own earlier "
+                   "captures at one write each (touch, decision-log and check rows), so when extraction and "
+                   "re-skips outgrow the budget a run overruns and no run makes progress again")
+def test_a_huge_record_is_captured_over_successive_runs_each_within_budget(tmp_path):
+    path = tmp_path / "huge.jsonl"
+    path.write_bytes(assistant("\n\n".join(decision(i) for i in range(3000))))
+    db = tmp_path / "s.db"
+    runs_until_done(tmp_path, db, path, budget=2.0, max_runs=30)
+    assert count(db) == 3000
+
+
+@pytest.mark.xfail(strict=True, reason="hook/capture.py _capture_transcript: when the extraction loop meets the "
+                   "deadline it records an error, so _capture_all is skipped, yet next_offset (the first record not "
+                   "extracted) is saved: every record extracted in that run is skipped for good (a 3,000-record "
+                   "session with a 2 s budget kept 449 of 3,000 memories)")
+def test_every_record_before_the_saved_offset_was_captured(tmp_path):
+    lines = [assistant(decision(i), f"u{i}") for i in range(3000)]   # extracting them takes 0.5 to 3 s
+    path = tmp_path / "many.jsonl"
+    path.write_bytes(b"".join(lines))
+    db = tmp_path / "s.db"
+    assert run(["--db", str(db), "init"], tmp_path).returncode == 0
+    message(hook(tmp_path, db, payload(path), SUBCOG_HOOK_BUDGET_SECS="0.5", **NO_MODEL)[0])
+    offset = count(db, "select coalesce(max(byte_offset), 0) from hook_offsets")
+    read = sum(end <= offset for end in itertools.accumulate(len(line) for line in lines))
+    assert count(db) >= read, f"{read} records read past, {count(db)} memories"
+
+
+class SlowEmbedder:
+    """The real model, 0.25 s slower per batch (as on a loaded machine)."""
+
+    def __init__(self, real) -> None:
+        self.real = real
+
+    def __getattr__(self, name: str):
+        return getattr(self.real, name)
+
+    def embed_batch(self, texts):
+        time.sleep(0.25)
+        return self.real.embed_batch(texts)
+
+
+@pytest.mark.xfail(strict=True, reason="dedup/in_batch.py capture_many embeds every text that needs a vector before "
+                   "capturing any: when embedding them all outlasts the deadline, nothing is captured (the hook then "
+                   "saves no offset and the next run does the same: 3,000 paragraphs with the 20 s default on this "
+                   "loaded machine, bench/torture)")
+def test_a_deadline_met_while_embedding_still_captures_what_is_embedded(tmp_path, embedder):
+    from subcog_store.store import CaptureRequest, Store
+
+    texts = [decision(i) + " The reason is recorded in the design notes." for i in range(200)]
+    with Store(tmp_path / "s.db", embedder=SlowEmbedder(embedder), environ={}) as store:
+        started = time.monotonic()
+        outcomes = store.capture_many([CaptureRequest(t, "decisions") for t in texts], deadline=started + 1.0)
+        elapsed = time.monotonic() - started
+    assert elapsed < 2.0
+    assert sum(o.result is not None and o.result.stored for o in outcomes) > 0
+
+
+# ------------------------------------------------------------------------------------------------ 3. full disk
+@pytest.fixture
+def tmpfs(tmp_path):
+    """A 1 MiB tmpfs (root only); unmounted at the end whatever happens."""
+    if not IS_ROOT:
+        pytest.skip("mounting a tmpfs needs root (the simulated full disk runs instead)")
+    mount = tmp_path / "tmpfs"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"mount not permitted: {done.stderr.decode(errors='replace').strip()}")
+    try:
+        yield mount
+    finally:
+        if subprocess.run(["umount", str(mount)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def jsonl(n: int, start: int = 0) -> bytes:
+    return b"".join(json.dumps({"content": decision(i) + " " + "padding " * 40, "namespace": "decisions"}).encode()
+                    + b"\n" for i in range(start, start + n))
+
+
+def assert_stopped_at_a_full_disk(code: int, out: str, err: str, lines: int) -> int:
+    """--jsonl on a disk that fills: the lines before keep their results, then one 'disk is full', then 'not
+    attempted'; exit 4. Returns how many lines were handled."""
+    results = [json.loads(line) for line in out.splitlines()]
+    assert code == 4, err
+    assert [r["line"] for r in results] == list(range(1, lines + 1))
+    ok = sum(r["ok"] for r in results)
+    assert all(r["ok"] for r in results[:ok])
+    assert "disk is full" in results[ok]["error"] and results[ok]["exit_code"] == 4
+    assert all("not attempted" in r["error"] and r["exit_code"] == 4 for r in results[ok + 1:])
+    assert "Traceback" not in err and "disk is full" in err
+    return ok
+
+
+FULL_DISK_COMMANDS = [
+    ("capture", "-n", "decisions", decision(9999)), ("capture", "--json", "-n", "decisions", decision(9998)),
+    ("check", "-n", "decisions", decision(1)), ("check", "--json", "-n", "decisions", decision(2)),
+    ("list", "--json"), ("stats", "--json"), ("review", "--json"), ("doctor", "--json"), ("init",),
+    ("confirm", "1"), ("reverse", "1"), ("unmerge", "1"), ("dedup", "--json"), ("dedup", "--dry-run", "--json"),
+    ("reembed",), ("show", "--json", "nope"),
+]
+
+
+def assert_commands_on_a_full_disk(monkeypatch, capsys, db: Path) -> None:
+    for argv in FULL_DISK_COMMANDS:
+        code, out, err = cli(monkeypatch, capsys, "--db", str(db), *argv, **NO_MODEL)
+        assert code in (0, 1, 2, 4, 6, 7), (argv, code, err)
+        assert "Traceback" not in err, (argv, err)
+        if code == 4:
+            assert "full" in err or "disk" in err, (argv, err)
+        if "--json" in argv and code in (0, 6):
+            json.loads(out)
+    code, out, err = cli(monkeypatch, capsys, "--db", str(db), "check", "--jsonl", stdin=jsonl(30), **NO_MODEL)
+    assert code == 0 and len(out.splitlines()) == 30 and err.count("check not logged") <= 1, err
+
+
+def test_a_full_tmpfs(tmp_path, tmpfs, monkeypatch, capsys):
+    db = tmpfs / "s.db"
+    assert run(["--db", str(db), "init"], tmp_path, **NO_MODEL).returncode == 0
+    proc = run(["--db", str(db), "capture", "--jsonl"], tmp_path, jsonl(400), **NO_MODEL)
+    stored = assert_stopped_at_a_full_disk(proc.returncode, proc.stdout.decode(), proc.stderr.decode(), 400)
+    assert 1 <= stored < 400 and count(db) == stored
+    proc = run(["--db", str(db), "capture", "-n", "decisions", decision(5000)], tmp_path, **NO_MODEL)
+    assert proc.returncode == 4 and b"disk is full" in proc.stderr and b"Traceback" not in proc.stderr
+    assert_commands_on_a_full_disk(monkeypatch, capsys, db)
+    proc, _ = hook(tmp_path, db, payload(SESSION_A), **NO_MODEL)
+    message(proc)
+    code, _, err = cli(monkeypatch, capsys, "install-hooks", "--project", str(tmpfs))
+    assert code == 2 and "cannot write" in err and not (tmpfs / ".claude" / "settings.json").exists(), err
+    con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        assert con.execute("pragma quick_check").fetchone()[0] == "ok"
+        assert con.execute("select count(*) from memories").fetchone()[0] == stored
+    finally:
+        con.close()
+
+
+class FullVFS(apsw.VFS):
+    """The default VFS while installed: writes to a WAL fail with SQLITE_FULL once `writes_left` reaches 0 (a
+    checkpoint into the database file, which already has its pages, goes on as on a real full disk)."""
+
+    def __init__(self) -> None:
+        self.writes_left: int | None = None
+        super().__init__("subcog-full", "unix", makedefault=True)
+
+    def xOpen(self, name, flags):
+        return FullFile(self, name, flags)
+
+
+class FullFile(apsw.VFSFile):
+    def __init__(self, vfs: FullVFS, name, flags) -> None:
+        self.vfs, self.wal = vfs, str(getattr(name, "filename", name) or "").endswith("-wal")
+        super().__init__("unix", name, flags)
+
+    def xWrite(self, data, offset) -> None:
+        if self.wal and self.vfs.writes_left is not None:
+            if self.vfs.writes_left <= 0:
+                raise apsw.FullError("database or disk is full (simulated)")
+            self.vfs.writes_left -= 1
+        super().xWrite(data, offset)
+
+
+@pytest.fixture
+def full_vfs():
+    vfs = FullVFS()
+    try:
+        yield vfs
+    finally:
+        vfs.unregister()
+
+
+def test_a_simulated_full_disk(tmp_path, full_vfs, monkeypatch, capsys):
+    db = tmp_path / "s.db"
+    assert cli(monkeypatch, capsys, "--db", str(db), "init", **NO_MODEL)[0] == 0
+    full_vfs.writes_left = 60
+    code, out, err = cli(monkeypatch, capsys, "--db", str(db), "capture", "--jsonl", stdin=jsonl(50), **NO_MODEL)
+    stored = assert_stopped_at_a_full_disk(code, out, err, 50)
+    full_vfs.writes_left = 0
+    assert_commands_on_a_full_disk(monkeypatch, capsys, db)
+    full_vfs.writes_left = None
+    assert 1 <= stored < 50 and count(db) == stored
+    code, out, err = cli(monkeypatch, capsys, "--db", str(db), "capture", "--jsonl", stdin=jsonl(50), **NO_MODEL)
+    assert code == 0 and count(db) == 50, err
+
+
+def test_a_commit_that_fails_leaves_no_transaction_open():
+    from subcog_store.db.connection import immediate
+
+    con = apsw.Connection(":memory:")
+    con.execute("pragma foreign_keys = on; create table p (id primary key); create table c (pid references p (id))")
+    with pytest.raises(apsw.ConstraintError):
+        with immediate(con):
+            con.execute("insert into c values (1)")   # deferred: fails at commit
+    assert con.getautocommit()
+    with immediate(con):
+        con.execute("insert into p values (1)")
+    con.close()
+
+
+# ------------------------------------------------------------------------------------------ 5. bad --jsonl lines
+BAD_LINES = [
+    ('{"content": "deep", "namespace": "decisions", "x": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested"),
+    ('{"content": "digits", "namespace": "decisions", "importance": ' + "1" * 5001 + "}", "not JSON"),
+    ('{"content": "a surrogate domain", "namespace": "decisions", "domain": "\\ud800"}', "domain"),
+    ('{"content": "a surrogate session", "namespace": "decisions", "session_id": "\\udfff"}', "session_id"),
+    ('{"content": "a surrogate source", "namespace": "decisions", "source": "\\ud83d"}', "source"),
+    ('{"content": "a surrogate tag", "namespace": "decisions", "tags": ["\\ud83d"]}', "tag"),
+    ('{"content": "a control character", "namespace": "decisions", "domain": "a\\u0000b"}', "control"),
+    ('{"content": "an infinite importance", "namespace": "decisions", "importance": 1e999}', "importance"),
+    ('{"content": "\\ud800 in the content", "namespace": "decisions"}', "UTF-8"),
+    ("\xff\xfe not utf-8", "UTF-8"),
+    ("[1, 2]", "content"),
+]
+
+
+@pytest.mark.parametrize("command", ["capture", "check"])
+def test_bad_jsonl_lines_cost_only_themselves(tmp_path, command):
+    good = [json.dumps({"content": decision(i), "namespace": "decisions"}) for i in range(3)]
+    lines = [good[0]] + [line for line, _ in BAD_LINES] + good[1:]
+    stdin = "\n".join(lines).encode("utf-8", "surrogateescape").replace(b"\xc3\xbf\xc3\xbe", b"\xff\xfe") + b"\n"
+    proc = run(["--db", str(tmp_path / "s.db"), command, "--jsonl"], tmp_path, stdin, **NO_MODEL)
+    assert proc.returncode == 2 and b"Traceback" not in proc.stderr, proc.stderr.decode(errors="replace")
+    results = [json.loads(line) for line in proc.stdout.decode().splitlines()]
+    assert [r["line"] for r in results] == list(range(1, len(lines) + 1))
+    assert results[0]["ok"] and results[-1]["ok"] and results[-2]["ok"]
+    checked = BAD_LINES if command == "capture" else [b for b in BAD_LINES if b[1] in (
+        "nested", "not JSON", "domain", "control", "UTF-8", "content")]
+    for r, (line, words) in zip(results[1:], BAD_LINES):
+        if (line, words) in checked:
+            assert not r["ok"] and r["exit_code"] == 2 and words in r["error"], (line[:60], r)
+    if command == "capture":
+        assert count(tmp_path / "s.db") == 3
+
+
+@pytest.mark.xfail(strict=True, reason="store.py Store._inputs (check_duplicate) validates the domain with "
+                   "text.namespaces.canonical_domain only: a lone surrogate reaches SQLite and raises "
+                   "UnicodeEncodeError, not InvalidInput (inputs.validate_domain is there to call)")
+def test_the_python_check_refuses_a_surrogate_domain(make_store):
+    from subcog_store.errors import InvalidInput
+
+    with pytest.raises(InvalidInput):
+        make_store(dedup_semantic_enabled=False).check_duplicate("a text", "decisions", "\ud800")
+
+
+# ------------------------------------------------------------------------------ 6, 7. huge ids, huge limits, /dev/zero
+HUGE = "9" * 30
+HUGE_ARGS = [
+    (("reverse", HUGE), 7), (("unmerge", HUGE), 7), (("confirm", HUGE), 7), (("show", HUGE), 7),
+    (("reverse", "-" + HUGE), 7), (("reverse", "1e400"), 2), (("list", "--limit", "9" * 20), 2),
+    (("review", "--limit", "9" * 20), 2), (("dedup", "--k", "9" * 20), 2), (("dedup", "--threshold", "nan"), 2),
+    (("dedup", "--threshold", "1e999"), 2), (("capture", "-n", "decisions", "x", "--importance", "1e999"), 2),
+    (("eval-pairs", "/dev/null", "--format", "jsonl", "--limit", "9" * 20), 2),
+    (("list", "-d", "\udcff"), 2), (("show", "\udcff"), 2), (("capture", "-n", "decisions", "t", "-d", "\udcff"), 2),
+    (("check", "-n", "decisions", "t", "-d", "\udcff"), 2), (("dedup", "-d", "\udcff"), 2),
+]
+
+
+@pytest.mark.parametrize("argv, expected", HUGE_ARGS, ids=[" ".join(a)[:40] for a, _ in HUGE_ARGS])
+def test_huge_ids_and_limits_are_refused_with_their_exit_code(tmp_path, monkeypatch, capsys, argv, expected):
+    code, _, err = cli(monkeypatch, capsys, "--db", str(tmp_path / "s.db"), *argv, **NO_MODEL)
+    assert code == expected, err
+    assert "Traceback" not in err and err.strip()
+
+
+def test_a_database_path_that_is_not_utf8(tmp_path, monkeypatch, capsys):
+    code, _, err = cli(monkeypatch, capsys, "list", SUBCOG_DB=str(tmp_path) + "/\udcff.db", **NO_MODEL)
+    assert code == 4 and "UTF-8" in err
+
+
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "mrpc", "sts"])
+def test_eval_pairs_reads_dev_zero_no_further_than_a_line(tmp_path, fmt):
+    environ = clean_environ({"SUBCOG_WORKER_ENABLED": "false"})
+    proc = subprocess.run([*CLI, "eval-pairs", "/dev/zero", "--format", fmt, "--limit", "1"], capture_output=True,
+                          env=environ, timeout=30, preexec_fn=_limit_memory)
+    assert proc.returncode == 2 and b"line longer than" in proc.stderr and b"Traceback" not in proc.stderr
+
+
+# ------------------------------------------------------------------------------ 8. the hook's log and settings
+@pytest.mark.parametrize("log", ["/dev/full", "/proc/no-such-dir/hook.log", "{tmp}", "{tmp}/file/hook.log"])
+def test_a_hook_log_that_cannot_be_written_stays_off_stderr(tmp_path, log):
+    (tmp_path / "file").write_text("not a directory")
+    proc, _ = hook(tmp_path, tmp_path / "s.db", payload(SESSION_A), SUBCOG_HOOK_LOG=log.format(tmp=tmp_path),
+                   **NO_MODEL)
+    assert "captured" in message(proc)
+    assert count(tmp_path / "s.db") > 0
+
+
+@pytest.fixture
+def worker_env(tmp_path):
+    """The warm worker enabled in a runtime directory of this test's own; the worker it starts is stopped (by the
+    pid in its pid file) at the end."""
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    env = {"SUBCOG_WORKER_ENABLED": "true", "XDG_RUNTIME_DIR": str(runtime)}
+    try:
+        yield env
+    finally:
+        for pid_file in (runtime / "subcog-store").glob("worker-*.pid"):
+            try:
+                pid = int(json.loads(pid_file.read_text())["pid"])
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            if b"subcog_store.worker.server" in cmdline:
+                os.kill(pid, signal.SIGTERM)
+                deadline = time.monotonic() + 10
+                while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                if Path(f"/proc/{pid}").exists():
+                    os.kill(pid, signal.SIGKILL)
+
+
+def wait_for_worker(env: dict[str, str]) -> None:
+    """Until the worker's socket and pid file are there."""
+    home = Path(env["XDG_RUNTIME_DIR"]) / "subcog-store"
+    deadline = time.monotonic() + 30
+    while not (list(home.glob("worker-*.sock")) and list(home.glob("worker-*.pid"))):
+        assert time.monotonic() < deadline, "the worker did not start"
+        time.sleep(0.05)
+
+
+@pytest.mark.xfail(strict=True, reason="worker/server.py applied(): closing the request's log handler on "
+                   "/dev/full raises OSError (ENOSPC from the flush), which _hook takes for 'cannot enter the "
+                   "caller's directory'; the worker's answer is dropped after its captures were committed, and the "
+                   "client runs the hook again in process, which says 'nothing new to capture' (7 were captured)")
+def test_a_hook_log_on_dev_full_through_the_worker(tmp_path, worker_env):
+    message(hook(tmp_path, tmp_path / "first.db", payload(SESSION_A), **worker_env, **NO_MODEL)[0])
+    wait_for_worker(worker_env)
+    proc, _ = hook(tmp_path, tmp_path / "s.db", payload(SESSION_A), SUBCOG_HOOK_LOG="/dev/full", **worker_env,
+                   **NO_MODEL)
+    assert "captured 7" in message(proc)
+
+
+@pytest.mark.parametrize("name, value", [("SUBCOG_HOOK_BUDGET_SECS", "nan"), ("SUBCOG_HOOK_BUDGET_SECS", "inf"),
+                                         ("SUBCOG_HOOK_BUDGET_SECS", "-inf"), ("SUBCOG_HOOK_BUDGET_SECS", "1e400"),
+                                         ("SUBCOG_HOOK_MIN_CONFIDENCE", "nan")])
+def test_a_non_finite_hook_setting_is_named(tmp_path, name, value):
+    proc, elapsed = hook(tmp_path, tmp_path / "s.db", payload(SESSION_A), **{name: value}, **NO_MODEL)
+    text = message(proc)
+    assert name in text and elapsed < 10
+
+
+@pytest.mark.xfail(strict=True, reason="hook/capture.py _capture_transcript reports a store setting that does "
+                   "not parse (ConfigError from Store) as 'memory store unavailable' without naming the variable")
+def test_a_bad_store_setting_is_named_by_the_hook(tmp_path):
+    proc, _ = hook(tmp_path, tmp_path / "s.db", payload(SESSION_A), SUBCOG_DEDUP_THRESHOLD_DECISIONS="nan",
+                   **NO_MODEL)
+    assert "SUBCOG_DEDUP_THRESHOLD_DECISIONS" in message(proc)
+
+
+@pytest.mark.xfail(strict=True, reason="config.py _label accepts a SUBCOG_HOOK_DOMAIN that is not valid UTF-8 "
+                   "(a lone surrogate from the environment): every candidate then fails validation and the hook "
+                   "saves the offset past them, so the session's memories are lost instead of the setting named")
+def test_a_hook_domain_that_is_not_utf8_is_named_and_nothing_is_skipped(tmp_path):
+    db = tmp_path / "s.db"
+    proc, _ = hook(tmp_path, db, payload(SESSION_A), SUBCOG_HOOK_DOMAIN="\udcff", **NO_MODEL)
+    assert "SUBCOG_HOOK_DOMAIN" in message(proc)
+    assert "captured 7" in message(hook(tmp_path, db, payload(SESSION_A), **NO_MODEL)[0])
+
+
+LOCKER = """
+import sys, time, apsw
+con = apsw.Connection(sys.argv[1])
+con.execute("begin exclusive")
+print("locked", flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.fixture
+def locked_db(tmp_path):
+    """A store another process holds the write lock of (killed at the end)."""
+    db = tmp_path / "s.db"
+    assert run(["--db", str(db), "init"], tmp_path).returncode == 0
+    locker = subprocess.Popen([sys.executable, "-c", LOCKER, str(db)], stdout=subprocess.PIPE)
+    try:
+        assert locker.stdout.readline().strip() == b"locked"
+        yield db
+    finally:
+        locker.kill()
+        locker.wait()
+        locker.stdout.close()
+
+
+def test_a_held_lock_is_reported_within_budget(tmp_path, locked_db):
+    proc, elapsed = hook(tmp_path, locked_db, payload(SESSION_A), SUBCOG_HOOK_BUDGET_SECS="2", **NO_MODEL)
+    assert "locked" in message(proc)
+    assert elapsed <= 2 + MARGIN, elapsed
+
+
+@pytest.mark.xfail(strict=True, reason="hook/capture.py keep_to_budget sets the busy timeout once, to the whole "
+                   "remaining budget, before extraction and embedding: the first write then waits that long again, "
+                   "so a held lock overruns the budget by the time spent before the first write (plus the grace)")
+def test_a_held_lock_after_slow_extraction_is_reported_within_budget(tmp_path, locked_db):
+    path = tmp_path / "long.jsonl"   # extracting it takes about 1 to 3 s before the first write
+    path.write_bytes(assistant("\n\n".join(decision(i) for i in range(1500))))
+    proc, elapsed = hook(tmp_path, locked_db, payload(path), SUBCOG_HOOK_BUDGET_SECS="3", **NO_MODEL)
+    assert "locked" in message(proc)
+    assert elapsed <= 3 + MARGIN, elapsed
+
+
+# ------------------------------------------------------------------------------------ concurrent first opens
+def test_a_file_another_process_creates_while_it_is_opened_is_ours(tmp_path, monkeypatch):
+    """connect() read the application id and the schema in two snapshots: a file another process created in
+    between looked foreign (NotASubcogDatabase, exit 5; 8 processes creating one new file: about one run in two)."""
+    import threading
+
+    from subcog_store.db import connection
+
+    db = tmp_path / "new.db"
+    other: list[threading.Thread] = []
+
+    class Interleaved(apsw.Connection):
+        def execute(self, sql, *args):
+            if sql != "pragma application_id" or other:
+                return super().execute(sql, *args)
+            rows = super().execute(sql, *args).fetchall()   # read; then the other process creates the file
+            other.append(threading.Thread(target=lambda: connection.connect(db).close()))
+            other[0].start()
+            other[0].join(0.5)            # it may have to wait for this reader's snapshot
+            return type("Rows", (), {"fetchone": lambda _: rows[0]})()
+
+    monkeypatch.setattr(apsw, "Connection", Interleaved)
+    connection.connect(db).close()
+    other[0].join(15)
+    assert not other[0].is_alive() and connection.schema_version(apsw.Connection(str(db))) == \
+        connection.latest_version()
+
+
+# ------------------------------------------------------------------------------------------ 9. a killed dedup
+def planted(db: Path) -> None:
+    """Six pairs of reworded memories (the text tier clusters each pair)."""
+    from subcog_store.store import Store
+
+    topics = ["Redis for the session store", "PostgreSQL for the billing ledger", "Kafka for the order events",
+              "nginx as the edge proxy", "S3 for the nightly backups", "Terraform for the staging network"]
+    with Store(db, environ={**NO_MODEL, "SUBCOG_DEDUP_ENABLED": "false"}) as store:
+        for t in topics:
+            store.capture(f"We use {t} in every production region of the platform", "decisions")
+            store.capture(f"In every production region of the platform we use {t}", "decisions")
+
+
+def runs(db: Path) -> list[tuple[int, str]]:
+    con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return con.execute("select id, status from dedup_runs order by id").fetchall()
+    finally:
+        con.close()
+
+
+def test_a_killed_dedup_run_is_marked_interrupted_and_one_run_at_a_time(tmp_path):
+    from subcog_store.db.connection import connect
+    from subcog_store.doctor import diagnose
+
+    db = tmp_path / "s.db"
+    planted(db)
+    environ = clean_environ({**NO_MODEL, "SUBCOG_BATCH_TEST_SLEEP": "2", "SUBCOG_WORKER_ENABLED": "false"})
+    proc = subprocess.Popen([*CLI, "--db", str(db), "dedup"], env=environ, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while count(db, "select count(*) from dedup_log where policy = 'batch'") < 1:
+            assert proc.poll() is None and time.monotonic() < deadline, "the run ended before it could be killed"
+            time.sleep(0.02)
+        second = run(["--db", str(db), "dedup"], tmp_path, **NO_MODEL)
+        assert second.returncode == 4 and b"another" in second.stderr, second.stderr
+        assert runs(db) == [(1, "running")]
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert run(["--db", str(db), "stats", "--json"], tmp_path, **NO_MODEL).returncode == 0
+    assert runs(db) == [(1, "interrupted")]
+    con = connect(db, migrate=False)
+    try:
+        bad = [f for f in diagnose(con) if not f.ok and f.check != "active_memory_has_vector"]
+    finally:
+        con.close()
+    assert not bad, bad
+    assert run(["--db", str(db), "dedup"], tmp_path, **NO_MODEL).returncode == 0
+    assert runs(db) == [(1, "interrupted"), (2, "finished")]
+    assert count(db) == 6
+
+
+# ------------------------------------------------------------------------------------------ 9. install-hooks
+@pytest.mark.parametrize("where", ["missing", "a-file", "missing-home"])
+def test_install_hooks_refuses_a_directory_that_does_not_exist(tmp_path, monkeypatch, capsys, where):
+    (tmp_path / "a-file").write_text("")
+    if where == "missing-home":
+        argv, env = ["install-hooks", "--user"], {"HOME": str(tmp_path / "nowhere")}
+    else:
+        argv, env = ["install-hooks", "--project", str(tmp_path / where / "dir")], {}
+        if where == "a-file":
+            argv[-1] = str(tmp_path / "a-file")
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    for extra in ([], ["--dry-run"], ["--uninstall"]):
+        code, _, err = cli(monkeypatch, capsys, *argv, *extra)
+        assert code == 2 and "not an existing directory" in err, (extra, err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]

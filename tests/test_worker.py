@@ -1,0 +1,747 @@
+"""The warm worker (issue #13): the same hooks give the same answers with and without it, and every fault (a
+stale socket, a socket or directory of another user, a worker killed mid-request, wedged, of an older version,
+racing starters, a full disk, garbage on the socket) still gives the right answer within the budget, loses
+nothing, and the next call recovers. Every worker a test starts is stopped by it; the session ends with a check
+that none is left (by /proc: the worker's command line and its XDG_RUNTIME_DIR under pytest's temp root).
+
+Each test gets its own XDG_RUNTIME_DIR (`rt` fixture), so its worker is private to it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import apsw
+import numpy as np
+import pytest
+
+from conftest import worker_pids, clean_environ, cli_command, hook_output_problems
+from subcog_store.config import SPECS
+from subcog_store.worker import client, lifecycle, protocol
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLES = REPO / "samples"
+CLI = cli_command()
+IS_ROOT = os.geteuid() == 0
+MODES = ("in-process", "worker")
+TEXTS = [
+    "We decided to use PgBouncer in transaction mode for the checkout database, because every request opened "
+    "its own session and the pool ran out of connections during the load test.",
+    "Learned that the ORM keeps a transaction open for the whole request even when the handler only reads from "
+    "the cache, which leaves connections idle in transaction.",
+    "Pattern: every repository class takes a Connection in its constructor and never opens its own, so tests "
+    "can pass an in-memory database.",
+    "We decided to cache user sessions in Redis with a TTL of 5 minutes, because sessions are read on every "
+    "request and Postgres was the bottleneck.",
+    "Discovered that the retry middleware retried POST requests as well, which is what caused the double "
+    "charges on the payment provider.",
+    "Convention: migration files are named YYYYMMDD_HHMM_description.sql and each one runs inside its own "
+    "transaction.",
+    "We chose Kafka for the order events instead of RabbitMQ because consumers must be able to replay a week "
+    "of history after an outage.",
+    "We decided to store money as integer cents in a bigint column, never as floating point, after the "
+    "rounding bug in the invoice totals.",
+]
+
+
+# -- harness ------------------------------------------------------------------------------------------------------
+class Runtime:
+    """One test's worker world: its XDG_RUNTIME_DIR, hook log and environment."""
+
+    def __init__(self, tmp: Path):
+        self.tmp = tmp
+        self.run = tmp / "run"
+        self.run.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.log = tmp / "hook.log"
+        self.env = clean_environ({"XDG_RUNTIME_DIR": str(self.run), "SUBCOG_HOOK_LOG": str(self.log)})
+        self.paths = protocol.Paths(self.env)
+
+    def with_env(self, **extra: str) -> dict[str, str]:
+        return {**self.env, **extra}
+
+    def cli(self, *args: str, env: dict | None = None, timeout: float = 90) -> subprocess.CompletedProcess:
+        return subprocess.run([*CLI, *args], capture_output=True, env=env or self.env, timeout=timeout)
+
+    def start(self, env: dict | None = None) -> int:
+        proc = self.cli("worker", "start", "--json", env=env)
+        assert proc.returncode == 0, proc
+        info = json.loads(proc.stdout)
+        assert info["state"] == "running", info
+        return int(info["pid"])
+
+    def stop(self, env: dict | None = None) -> dict:
+        proc = self.cli("worker", "stop", "--json", env=env)
+        assert proc.returncode == 0, proc
+        return json.loads(proc.stdout)
+
+    def pids(self) -> list[int]:
+        return worker_pids(str(self.run))
+
+    def log_text(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace") if self.log.exists() else ""
+
+
+@pytest.fixture
+def rt(tmp_path):
+    runtime = Runtime(tmp_path)
+    yield runtime
+    if runtime.pids():
+        runtime.stop()
+    assert not runtime.pids(), "the test left its worker running"
+
+
+def payload(path: Path, session: str = "sess") -> bytes:
+    return json.dumps({"session_id": session, "transcript_path": str(path), "cwd": "/home/dev/shop",
+                       "hook_event_name": "PreCompact", "trigger": "manual"}).encode()
+
+
+def start_payload(session: str, source: str = "compact") -> bytes:
+    return json.dumps({"session_id": session, "transcript_path": "/x.jsonl", "cwd": "/home/dev/shop",
+                       "hook_event_name": "SessionStart", "source": source}).encode()
+
+
+def hook(env: dict, db: Path, stdin: bytes, *args: str, sub: str = "pre-compact",
+         timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, "--db", str(db), "hook", sub, *args], input=stdin, capture_output=True, env=env,
+                          timeout=timeout)
+
+
+def hook_in_background(env: dict, db: Path, stdin: bytes) -> subprocess.Popen:
+    source = db.parent / f"stdin-{time.monotonic_ns()}.json"
+    source.write_bytes(stdin)
+    with open(source, "rb") as f:
+        return subprocess.Popen([*CLI, "--db", str(db), "hook", "pre-compact"], stdin=f, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=env)
+
+
+def output(proc: subprocess.CompletedProcess, event: str = "PreCompact") -> str:
+    """Exit 0, nothing on stderr, output the client accepts; returns stdout."""
+    assert proc.returncode == 0, proc
+    assert proc.stderr == b"", proc.stderr.decode(errors="replace")
+    out = proc.stdout.decode("utf-8")
+    assert hook_output_problems(event, out) == []
+    return out
+
+
+def status_line(out: str) -> str:
+    """The first line of a pre-compact output, without its closing full stop."""
+    return out.splitlines()[0].rstrip(".") if out else ""
+
+
+def sample(tmp: Path, name: str) -> Path:
+    target = tmp / f"{name}.jsonl"
+    shutil.copyfile(SAMPLES / f"{name}.jsonl", target)
+    return target
+
+
+def transcript(tmp: Path, texts: list[str] = TEXTS, name: str = "t.jsonl") -> Path:
+    path = tmp / name
+    path.write_text("".join(json.dumps({"type": "assistant", "isSidechain": False, "sessionId": "s", "uuid": f"u{i}",
+                                        "message": {"role": "assistant", "content": [{"type": "text", "text": t}]}})
+                            + "\n" for i, t in enumerate(texts)), encoding="utf-8")
+    return path
+
+
+def rows(db: Path, sql: str, params: tuple = ()) -> list[tuple]:
+    con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    con.setbusytimeout(5000)
+    try:
+        return con.execute(sql, params).fetchall()
+    finally:
+        con.close()
+
+
+def active(db: Path) -> list[tuple[str, str]]:
+    return sorted(rows(db, "select namespace, content from memories where status = 'active'"))
+
+
+def served_by_worker(rt: Runtime, since: int, event: str = "pre-compact") -> bool:
+    return f": {event} answered in " in rt.log_text()[since:]
+
+
+def wait_for(predicate, timeout: float = 30.0, step: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(step)
+    return predicate()
+
+
+def wait_ready(rt: Runtime, timeout: float = 60.0) -> int:
+    info = lifecycle.wait_ready(rt.paths, timeout)
+    assert info is not None, "no worker answered"
+    return int(info["pid"])
+
+
+# -- the same answers both ways -------------------------------------------------------------------------------------
+@pytest.fixture(params=MODES)
+def mode(request, rt):
+    """A hook environment for each way: in process (SUBCOG_WORKER_ENABLED=false) or through a warm worker."""
+    if request.param == "worker":
+        rt.start()
+        return rt.env
+    return rt.with_env(SUBCOG_WORKER_ENABLED="false")
+
+
+def scenario(tmp: Path, env: dict) -> list[str]:
+    """The hook-CLI scenarios of tests/test_hook_cli.py, each hook's stdout in order."""
+    db = tmp / "s.db"
+    outs = []
+    for stdin, args in [(b"", ()), (b"not json {", ()), (b"{}", ()),
+                        (payload(sample(tmp, "session-a"), "sess-a"), ("--dry-run",)),
+                        (payload(sample(tmp, "session-a"), "sess-a"), ()),
+                        (payload(sample(tmp, "session-b"), "sess-b"), ("--format", "json")),
+                        (payload(sample(tmp, "session-a"), "sess-a"), ())]:
+        outs.append(output(hook(env, db, stdin, *args)))
+    proc = hook(env, db, payload(sample(tmp, "session-b"), "sess-b2"), "--format", "subcog")
+    assert proc.returncode == 0 and proc.stderr == b""   # the legacy report (which the real client refuses)
+    outs.append(proc.stdout.decode())
+    for stdin in (start_payload("sess-a"), start_payload("sess-a"), start_payload("sess-b", "startup"), b"garbage"):
+        outs.append(output(hook(env, db, stdin, sub="session-start"), "SessionStart"))
+    outs.append(output(hook(env, tmp / "no" / "dir" / "s.db", payload(sample(tmp, "session-a")))))
+    empty = tmp / "no-model"
+    empty.mkdir(exist_ok=True)
+    outs.append(output(hook({**env, "SUBCOG_MODEL_DIR": str(empty)}, tmp / "text.db",
+                            payload(sample(tmp, "session-a")))))
+    outs.append(output(hook({**env, "SUBCOG_HOOK_BUDGET_SECS": "abc"}, db, payload(sample(tmp, "session-a"), "x"))))
+    return [re_urn(o).replace(str(tmp), "<tmp>") for o in outs]
+
+
+def re_urn(text: str) -> str:
+    """Memory ids are random: compare outputs with them masked, and a list's items in sorted order (the
+    recall index orders memories of equal rank by id, which differs between two stores)."""
+    import re
+
+    text = re.sub(r"(subcog://[^/\s]+/[^/\s]+/)[0-9a-z]+", r"\1ID", text)
+    if not text.startswith('{"hookSpecificOutput"'):
+        return text
+    data = json.loads(text)
+    lines, out, items = data["hookSpecificOutput"]["additionalContext"].split("\n"), [], []
+    for line in lines + [""]:
+        if line.startswith("- "):
+            items.append(line)
+            continue
+        out += sorted(items) + [line]
+        items = []
+    data["hookSpecificOutput"]["additionalContext"] = "\n".join(out[:-1])
+    return json.dumps(data, ensure_ascii=False)
+
+
+def test_the_same_answers_and_store_both_ways(tmp_path):
+    results = {}
+    for way in MODES:
+        rt = Runtime(tmp_path / way)
+        env = rt.with_env(SUBCOG_WORKER_ENABLED="false") if way == "in-process" else rt.env
+        try:
+            if way == "worker":
+                rt.start()
+            mark = len(rt.log_text())
+            outs = scenario(rt.tmp, env)
+            if way == "worker":
+                assert rt.log_text()[mark:].count("answered in") >= len(outs) - 1, rt.log_text()[mark:]
+                assert "in process" not in rt.log_text()[mark:], rt.log_text()[mark:]
+        finally:
+            if rt.pids():
+                rt.stop()
+        results[way] = (outs, active(rt.tmp / "s.db"), active(rt.tmp / "text.db"))
+    for i, (a, b) in enumerate(zip(results["worker"][0], results["in-process"][0])):
+        assert a == b, f"call {i}: worker {a!r} != in process {b!r}"
+    assert results["worker"] == results["in-process"]
+    outs = results["worker"][0]
+    assert status_line(outs[4]) == "subcog: captured 7 memories, skipped 1 duplicate"
+    assert "capture skipped" in outs[-1] and "SUBCOG_HOOK_BUDGET_SECS" in outs[-1]
+
+
+def test_a_locked_database_keeps_to_the_budget_both_ways(mode, rt):
+    from subcog_store.store import Store
+
+    db = rt.tmp / "s.db"
+    Store(db).close()
+    locker = subprocess.Popen([sys.executable, "-c", "import sys, time, apsw; c = apsw.Connection(sys.argv[1]); "
+                               "c.execute('begin exclusive'); print('locked', flush=True); time.sleep(60)", str(db)],
+                              stdout=subprocess.PIPE)
+    try:
+        assert locker.stdout.readline().strip() == b"locked"
+        started = time.monotonic()
+        out = output(hook({**mode, "SUBCOG_HOOK_BUDGET_SECS": "2"}, db, payload(sample(rt.tmp, "session-a")),
+                          timeout=10))
+        assert time.monotonic() - started < 5
+    finally:
+        locker.kill()
+        locker.wait()
+    assert "see " in out and "locked" in rt.log_text()
+
+
+# -- the worker's own life ------------------------------------------------------------------------------------------
+def test_the_client_default_budget_is_the_setting_default():
+    assert client.DEFAULT_BUDGET_SECS == SPECS["hook_budget_secs"].default
+
+
+def test_start_status_stop_leave_nothing_behind(rt):
+    pid = rt.start()
+    assert rt.pids() == [pid]
+    assert Path(rt.paths.sock).exists() and Path(rt.paths.pid).exists()
+    assert oct(os.stat(rt.paths.dir).st_mode & 0o777) == "0o700"
+    assert os.stat(rt.paths.sock).st_mode & 0o077 == 0
+    again = rt.start()
+    assert again == pid   # a second start finds it running
+    status = json.loads(rt.cli("worker", "status", "--json").stdout)
+    assert status["pid"] == pid and status["state"] == "running"
+    result = rt.stop()
+    assert result["stopped"] and result["pid"] == pid and result["how"] == "asked"
+    assert rt.pids() == [] and not Path(rt.paths.sock).exists() and not Path(rt.paths.pid).exists()
+    assert json.loads(rt.cli("worker", "status", "--json").stdout)["state"] == "not running"
+    assert rt.stop()["was_running"] is False
+
+
+def test_a_wedged_worker_is_stopped_anyway(rt):
+    pid = rt.start()
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        result = rt.stop()
+    finally:
+        if rt.pids():
+            os.kill(pid, signal.SIGCONT)
+    assert result["stopped"] and result["how"] in ("SIGTERM", "SIGKILL")
+    assert rt.pids() == [] and not Path(rt.paths.sock).exists()
+
+
+def test_idle_timeout_ends_the_worker(rt):
+    env = rt.with_env(SUBCOG_WORKER_IDLE_SECS="3")
+    rt.start(env)
+    assert wait_for(lambda: not rt.pids(), timeout=15)
+    assert not Path(rt.paths.sock).exists()
+    assert "exiting (idle for 3 s)" in rt.log_text()
+
+
+def test_the_first_hook_starts_one_worker_and_does_its_own_work(rt):
+    db = rt.tmp / "s.db"
+    out = output(hook(rt.env, db, payload(sample(rt.tmp, "session-a"))))
+    assert status_line(out) == "subcog: captured 7 memories, skipped 1 duplicate"
+    assert "worker: no worker; running pre-compact in process" in rt.log_text()
+    pid = wait_ready(rt)
+    mark = len(rt.log_text())
+    out = output(hook(rt.env, db, payload(sample(rt.tmp, "session-b"), "sess-b")))
+    assert served_by_worker(rt, mark) and status_line(out).startswith("subcog: captured ")
+    assert rt.pids() == [pid]
+
+
+def test_disabled_means_no_worker_and_no_files(rt):
+    env = rt.with_env(SUBCOG_WORKER_ENABLED="false")
+    out = output(hook(env, rt.tmp / "s.db", payload(sample(rt.tmp, "session-a"))))
+    assert status_line(out) == "subcog: captured 7 memories, skipped 1 duplicate"
+    time.sleep(0.3)
+    assert rt.pids() == [] and not Path(rt.paths.dir).exists()
+    assert "worker" not in rt.log_text()
+    assert rt.cli("worker", "start", env=env).returncode == 3
+
+
+def test_the_warm_path_imports_only_the_thin_client(rt):
+    rt.start()
+    db = rt.tmp / "s.db"
+    output(hook(rt.env, db, payload(sample(rt.tmp, "session-a"))))
+    code = ("import sys; from subcog_store.cli.main import main; sys.argv = ['subcog-store'] + sys.argv[1:]; "
+            "main(); print(' '.join(sorted(sys.modules)), file=sys.stderr)")
+    proc = subprocess.run([sys.executable, "-c", code, "--db", str(db), "hook", "pre-compact"],
+                          input=payload(sample(rt.tmp, "session-a")), capture_output=True, env=rt.env, timeout=30)
+    modules = set(proc.stderr.decode().split())
+    assert "subcog_store.worker.client" in modules
+    heavy = {"argparse", "dataclasses", "logging", "typing", "subcog_store.config", "subcog_store.store",
+             "subcog_store.hook.handlers", "numpy", "apsw", "socket", "subprocess", "threading"}
+    assert not modules & heavy, modules & heavy
+
+
+# -- faults -------------------------------------------------------------------------------------------------------
+def test_a_stale_socket_is_replaced(rt):
+    os.makedirs(rt.paths.dir, mode=0o700, exist_ok=True)
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with protocol.Address(rt.paths.sock) as address:
+        stale.bind(address)
+    stale.close()   # the file stays, nobody listens: a worker killed with SIGKILL
+    db = rt.tmp / "s.db"
+    started = time.monotonic()
+    out = output(hook(rt.env, db, payload(sample(rt.tmp, "session-a"))))
+    assert status_line(out) == "subcog: captured 7 memories, skipped 1 duplicate"
+    assert time.monotonic() - started < 20
+    assert "no worker (stale socket)" in rt.log_text()
+    wait_ready(rt)
+    mark = len(rt.log_text())
+    out = output(hook(rt.env, db, payload(sample(rt.tmp, "session-a"))))
+    assert served_by_worker(rt, mark) and status_line(out) == "subcog: nothing new to capture since the last run"
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="needs root to make files of another user")
+def test_a_socket_of_another_user_is_never_used(rt):
+    os.makedirs(rt.paths.dir, mode=0o700, exist_ok=True)
+    fake = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with protocol.Address(rt.paths.sock) as address:
+        fake.bind(address)
+    fake.listen(8)
+    fake.setblocking(False)
+    os.chown(rt.paths.sock, 65534, 65534)
+    try:
+        out = output(hook(rt.env, rt.tmp / "s.db", payload(sample(rt.tmp, "session-a"))))
+        assert status_line(out) == "subcog: captured 7 memories, skipped 1 duplicate"
+        assert "is owned by uid 65534" in rt.log_text()
+        with pytest.raises(BlockingIOError):
+            fake.accept()   # nobody connected to it
+        wait_ready(rt)   # the hook started a worker, which put its own socket in place
+        assert os.stat(rt.paths.sock).st_uid == os.getuid()
+    finally:
+        fake.close()
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="needs root to serve a socket as another user")
+def test_a_socket_served_by_another_user_is_refused(rt):
+    os.makedirs(rt.paths.dir, mode=0o700, exist_ok=True)
+    server = subprocess.Popen([sys.executable, "-c", (
+        "import os, socket, sys, time\n"
+        "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.bind(os.path.basename(sys.argv[1]))\n"
+        "os.setgid(65534); os.setuid(65534); s.listen(8); print('up', flush=True)\n"
+        "c, _ = s.accept(); c.sendall(b'\\0\\0\\0\\x0e\\0\\0\\0\\0{\"st\":\"ready\"}'); time.sleep(30)\n"),
+        rt.paths.sock], stdout=subprocess.PIPE, cwd=rt.paths.dir)
+    try:
+        assert server.stdout.readline().strip() == b"up"
+        assert os.stat(rt.paths.sock).st_uid == os.getuid()   # the file is ours: only SO_PEERCRED tells
+        out = output(hook(rt.env, rt.tmp / "s.db", payload(sample(rt.tmp, "session-a"))))
+        assert status_line(out) == "subcog: captured 7 memories, skipped 1 duplicate"
+        assert "worker socket served by uid 65534" in rt.log_text()
+    finally:
+        server.kill()
+        server.wait()
+
+
+@pytest.mark.parametrize("kind", ["foreign-owner", "open-mode", "symlink"])
+def test_an_unsafe_worker_directory_is_never_used(rt, kind):
+    if kind == "foreign-owner" and not IS_ROOT:
+        pytest.skip("needs root to make a directory of another user")
+    if kind == "symlink":
+        target = rt.tmp / "elsewhere"
+        target.mkdir(mode=0o700)
+        os.symlink(target, rt.paths.dir)
+    else:
+        os.mkdir(rt.paths.dir, 0o700)
+        if kind == "foreign-owner":
+            os.chown(rt.paths.dir, 65534, 65534)
+        else:
+            os.chmod(rt.paths.dir, 0o755)
+    out = output(hook(rt.env, rt.tmp / "s.db", payload(sample(rt.tmp, "session-a"))))
+    assert status_line(out) == "subcog: captured 7 memories, skipped 1 duplicate"
+    assert "worker directory unsafe" in rt.log_text()
+    time.sleep(0.5)
+    assert rt.pids() == [] and os.listdir(rt.paths.dir) == []
+    assert json.loads(rt.cli("worker", "status", "--json").stdout)["state"] == "unsafe"
+
+
+def test_a_worker_killed_mid_request_loses_nothing(rt):
+    from subcog_store.store import Store
+
+    db = rt.tmp / "s.db"
+    Store(db).close()
+    pid = rt.start()
+    locker = subprocess.Popen([sys.executable, "-c", "import sys, time, apsw; c = apsw.Connection(sys.argv[1]); "
+                               "c.execute('begin exclusive'); print('locked', flush=True); time.sleep(2.5)", str(db)],
+                              stdout=subprocess.PIPE)
+    try:
+        assert locker.stdout.readline().strip() == b"locked"
+        proc = hook_in_background(rt.with_env(SUBCOG_HOOK_BUDGET_SECS="15"), db, payload(sample(rt.tmp, "session-a")))
+        time.sleep(1.0)   # the worker is inside the hook, waiting for the lock
+        os.kill(pid, signal.SIGKILL)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        locker.kill()
+        locker.wait()
+    assert proc.returncode == 0 and err == b""
+    assert status_line(out.decode()) == "subcog: captured 7 memories, skipped 1 duplicate"
+    assert "worker connection lost" in rt.log_text()
+    assert len(active(db)) == 7
+    wait_ready(rt)   # the hook found the socket dead and started a new worker
+    mark = len(rt.log_text())
+    out = output(hook(rt.env, db, payload(sample(rt.tmp, "session-a"))))
+    assert served_by_worker(rt, mark) and status_line(out) == "subcog: nothing new to capture since the last run"
+
+
+def test_a_worker_killed_between_captures_duplicates_nothing(rt):
+    """Killed while it commits: what it committed is skipped by the fallback as exact duplicates."""
+    texts = [f"{t} (case {i} of the incident review for service {chr(65 + i)})" for i, t in enumerate(TEXTS * 3)]
+    path = transcript(rt.tmp, texts)
+    reference = rt.tmp / "ref.db"
+    output(hook(rt.with_env(SUBCOG_WORKER_ENABLED="false"), reference, payload(path)))
+    db = rt.tmp / "s.db"
+    pid = rt.start()
+    proc = hook_in_background(rt.env, db, payload(path))
+
+    def some_stored() -> bool:
+        try:
+            return db.exists() and rows(db, "select count(*) from memories")[0][0] > 0
+        except apsw.Error:
+            return False
+    wait_for(some_stored, timeout=30, step=0.002)
+    os.kill(pid, signal.SIGKILL)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and err == b""
+    assert status_line(out.decode()).startswith("subcog: ")
+    assert active(db) == active(reference)
+    assert rows(db, "select count(*) from memories group by content_hash having count(*) > 1") == []
+
+
+def test_a_wedged_worker_costs_a_moment_and_runs_nothing_twice(rt):
+    db = rt.tmp / "s.db"
+    pid = rt.start()
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        out = output(hook(rt.env, db, payload(sample(rt.tmp, "session-a"), "wedged")))
+        elapsed = time.monotonic() - started
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert status_line(out) == "subcog: captured 7 memories, skipped 1 duplicate"
+    assert elapsed < client.FIRST_FRAME_SECS + 15
+    assert "worker did not answer in time" in rt.log_text()
+    time.sleep(1.0)   # the woken worker reads the abandoned request and must not run it
+    assert rows(db, "select count(*) from hook_runs where session_id = 'wedged'") == [(1,)]
+    assert rt.pids() == [pid]
+    mark = len(rt.log_text())
+    output(hook(rt.env, db, payload(sample(rt.tmp, "session-a"), "wedged")))
+    assert served_by_worker(rt, mark)
+
+
+def test_a_worker_wedged_mid_request_gives_way_within_the_budget(rt):
+    from subcog_store.store import Store
+
+    db = rt.tmp / "s.db"
+    Store(db).close()
+    pid = rt.start()
+    locker = subprocess.Popen([sys.executable, "-c", "import sys, time, apsw; c = apsw.Connection(sys.argv[1]); "
+                               "c.execute('begin exclusive'); print('locked', flush=True); time.sleep(3)", str(db)],
+                              stdout=subprocess.PIPE)
+    try:
+        assert locker.stdout.readline().strip() == b"locked"
+        started = time.monotonic()
+        proc = hook_in_background(rt.with_env(SUBCOG_HOOK_BUDGET_SECS="8"), db, payload(sample(rt.tmp, "session-a")))
+        time.sleep(1.0)   # the worker is inside the hook, waiting for the lock
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            out, err = proc.communicate(timeout=20)
+            elapsed = time.monotonic() - started
+        finally:
+            os.kill(pid, signal.SIGCONT)
+    finally:
+        locker.kill()
+        locker.wait()
+    assert proc.returncode == 0 and err == b"" and status_line(out.decode()).startswith("subcog: ")
+    assert elapsed < 8 + 1.5, elapsed
+    assert "worker did not answer in time" in rt.log_text()
+    time.sleep(1.0)
+    output(hook(rt.env, db, payload(sample(rt.tmp, "session-a"))))   # whatever was left is captured now
+    assert len(active(db)) == 7
+    assert rows(db, "select count(*) from memories group by content_hash having count(*) > 1") == []
+
+
+def copy_tree(dest: Path) -> Path:
+    """A private copy of the package (sql/ and the model beside it), so a test can change its files."""
+    shutil.copytree(REPO / "subcog_store", dest / "subcog_store", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "sql", dest / "sql")
+    (dest / "models").mkdir()
+    for name in ("manifest.json", "model.onnx", "tokenizer.json"):
+        target = dest / "models" / name
+        if name == "manifest.json":
+            shutil.copyfile(REPO / "models" / name, target)
+        else:
+            os.symlink(REPO / "models" / name, target)
+    return dest
+
+
+def test_a_worker_of_an_older_version_is_refused_and_replaced(rt):
+    tree = copy_tree(rt.tmp / "tree")
+    env = rt.with_env(PYTHONPATH=str(tree))
+
+    def run(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "subcog_store", *args], input=stdin, capture_output=True,
+                              env=env, cwd=rt.tmp, timeout=90)
+
+    assert json.loads(run("worker", "start", "--json").stdout)["state"] == "running"
+    [old] = worker_pids(str(rt.run))
+    db = rt.tmp / "s.db"
+    mark = len(rt.log_text())
+    output(run("--db", str(db), "hook", "pre-compact", stdin=payload(sample(rt.tmp, "session-a"))))
+    assert served_by_worker(rt, mark)
+    with open(tree / "subcog_store" / "hook" / "capture.py", "a", encoding="utf-8") as f:
+        f.write("\n# a new version\n")
+    mark = len(rt.log_text())
+    out = output(run("--db", str(db), "hook", "pre-compact", stdin=payload(sample(rt.tmp, "session-b"), "b")))
+    assert status_line(out).startswith("subcog: captured ")
+    # refused as stale, or (when its watcher saw the change first) already gone
+    assert "worker of another version" in rt.log_text()[mark:] or "no worker" in rt.log_text()[mark:]
+    assert wait_for(lambda: old not in worker_pids(str(rt.run)), timeout=10)
+    assert wait_for(lambda: b"running" in run("worker", "status").stdout, timeout=60)  # the hook started a new one
+    [new] = worker_pids(str(rt.run))
+    assert new != old
+    mark = len(rt.log_text())
+    output(run("--db", str(db), "hook", "pre-compact", stdin=payload(sample(rt.tmp, "session-b"), "b2")))
+    assert served_by_worker(rt, mark)
+    assert json.loads(run("worker", "stop", "--json").stdout)["stopped"]
+    assert worker_pids(str(rt.run)) == []
+
+
+def test_starters_racing_start_exactly_one(rt):
+    go = rt.tmp / "go"
+    code = ("import os, sys, time\n"
+            "from subcog_store.worker.lifecycle import start_detached\n"
+            "while not os.path.exists(sys.argv[1]): time.sleep(0.001)\n"
+            "print(start_detached())\n")
+    racers = [subprocess.Popen([sys.executable, "-c", code, str(go)], stdout=subprocess.PIPE, env=rt.env)
+              for _ in range(8)]
+    time.sleep(0.5)
+    go.touch()
+    started = [p.communicate(timeout=30)[0].strip() for p in racers]
+    assert started.count(b"True") == 1, started
+    pid = wait_ready(rt)
+    time.sleep(0.5)
+    assert rt.pids() == [pid]
+
+
+def test_concurrent_first_hooks_start_exactly_one_and_store_once(rt):
+    db = rt.tmp / "s.db"
+    path = sample(rt.tmp, "session-a")
+    procs = [hook_in_background(rt.env, db, payload(path, f"s{i}")) for i in range(5)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 and err == b"" for p, (_, err) in zip(procs, outs))
+    assert len(active(db)) == 7
+    wait_ready(rt)
+    time.sleep(0.5)
+    assert len(rt.pids()) == 1
+
+
+def connect(rt: Runtime) -> socket.socket:
+    s = socket.socket(socket.AF_UNIX)
+    with protocol.Address(rt.paths.sock) as address:
+        s.connect(address)
+    return s
+
+
+def test_garbage_on_the_socket_harms_nobody(rt):
+    pid = rt.start()
+    rng = random.Random(13)
+    idle = connect(rt)   # connects and never says anything
+    frames = [bytes(rng.randrange(256) for _ in range(200)), b"\xff\xff\xff\xff\0\0\0\0",
+              b"\0\0\0\x05\0\0\0\0hello", b"\0\0\0\x02\0\0\0\0[]", b"\0\0\0\x20\0\0",
+              protocol.encode({"op": "hook", "v": protocol.PROTOCOL, "key": "not-this-version"}),
+              protocol.encode({"op": "no-such-op", "v": protocol.PROTOCOL, "key": protocol.version_key()}),
+              protocol.encode({"op": "embed", "v": protocol.PROTOCOL, "key": protocol.version_key(),
+                               "texts": [1, 2], "model_dir": "/"})]
+    answers = []
+    for frame in frames:
+        with connect(rt) as s:
+            s.sendall(frame)
+            s.shutdown(socket.SHUT_WR)
+            s.settimeout(10)
+            answers.append(s.recv(1000))
+    assert any(b"version" in a for a in answers) and any(b"bad request" in a for a in answers)
+    with connect(rt) as s:   # a hook request with no environment, then "go"
+        s.sendall(protocol.encode({"op": "hook", "v": protocol.PROTOCOL, "key": protocol.version_key(), "env": 7}))
+        assert protocol.recv(s, time.monotonic() + 5)[0] == {"st": "ready"}
+        s.sendall(protocol.encode({"go": True}))
+        assert protocol.recv(s, time.monotonic() + 5)[0]["ok"] is False
+    db = rt.tmp / "s.db"
+    mark = len(rt.log_text())
+    out = output(hook(rt.env, db, payload(sample(rt.tmp, "session-a"))))
+    idle.close()
+    assert served_by_worker(rt, mark)
+    assert status_line(out) == "subcog: captured 7 memories, skipped 1 duplicate"
+    assert rt.pids() == [pid]
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A 4 MB tmpfs (root only): a disk that can be filled."""
+    if not IS_ROOT:
+        pytest.skip("needs root to mount a small filesystem")
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", str(mount)]).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)])
+
+
+def fill(directory: Path) -> Path:
+    filler = directory / "filler"
+    with open(filler, "wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        except OSError:
+            pass
+    return filler
+
+
+def test_a_full_disk_fails_open_and_the_next_call_recovers(tiny_disk):
+    from subcog_store.store import Store
+
+    rt = Runtime(tiny_disk)   # the worker's directory, the hook log and the store all on the small disk
+    path = transcript(tiny_disk.parent, TEXTS, "full.jsonl")
+    try:
+        db = tiny_disk / "s.db"
+        Store(db).close()
+        filler = fill(tiny_disk)
+        pid = rt.start()   # its pid file cannot be written: it serves anyway
+        out = output(hook(rt.env, db, payload(path)))
+        assert status_line(out).startswith("subcog: ")
+        filler.unlink()
+        out = output(hook(rt.env, db, payload(path)))
+        assert status_line(out).startswith("subcog: captured ")
+        assert len(active(db)) == len(TEXTS)
+        assert rt.pids() == [pid]
+    finally:
+        if rt.pids():
+            rt.stop()
+    assert not rt.pids()
+
+
+# -- embeddings for commands --------------------------------------------------------------------------------------
+def test_the_worker_embeds_exactly_what_this_process_would(rt, monkeypatch):
+    from subcog_store.model import provider
+    from subcog_store.model.embedder import Embedder
+
+    for key, value in rt.env.items():
+        monkeypatch.setenv(key, value)
+    rt.start()
+    remote = provider.WorkerEmbedder()
+    remote.load()
+    assert remote.loaded and remote._remote and remote._local is None
+    local = Embedder()
+    texts = TEXTS + ["short", ""]
+    assert np.allclose(remote.embed_batch(texts), local.embed_batch(texts), atol=1e-6)
+    assert remote.embed_batch([]).shape == (0, 384)
+    rt.stop()
+    assert np.allclose(remote.embed_batch(texts[:2]), local.embed_batch(texts[:2]), atol=1e-6)  # now in process
+    assert remote._local is not None
+    assert wait_for(lambda: len(rt.pids()) == 1, timeout=30)   # it started a worker for next time
+
+
+def test_the_provider_chooses_by_mode(monkeypatch, rt):
+    from subcog_store.config import Settings
+    from subcog_store.model import provider
+    from subcog_store.model.embedder import Embedder
+
+    settings = Settings.load({}, {})
+    monkeypatch.setattr(provider, "_mode", provider.MODE_AUTO)
+    monkeypatch.setenv("SUBCOG_WORKER_ENABLED", "true")
+    assert isinstance(provider.embedder_for(settings), provider.WorkerEmbedder)
+    monkeypatch.setenv("SUBCOG_WORKER_ENABLED", "false")
+    assert type(provider.embedder_for(settings)) is Embedder
+    monkeypatch.setattr(provider, "_mode", provider.MODE_SHARED)
+    assert provider.embedder_for(settings) is provider.embedder_for(settings)
+    monkeypatch.setattr(provider, "_mode", provider.MODE_LOCAL)
+    assert provider.embedder_for(settings) is not provider.embedder_for(settings)
