@@ -673,11 +673,11 @@ def check_report(r: Results, p: Project, step: Step, must: list[str], name: str,
 
 def check_summary_fact(r: Results, p: Project, s: Session, step_after: Step, name_new: str) -> None:
     """#12: the compaction summary's lasting fact (never said in the conversation) is in the store by the next
-    request, captured by session-start(compact)."""
+    request, captured by the post-compact hook (the client hands it the summary as `compact_summary`)."""
     req = first_turn(p, step_after)
     compact_reqs = p.requests(None, "compact")
     rows = p.memories(NOVEL)
-    summary_runs = [h for h in p.hook_runs(s.session_id) if h["trigger"] == "compact-summary"]
+    summary_runs = [h for h in p.hook_runs(s.session_id) if h["trigger"] == "post-compact"]
     first = summary_runs[0] if summary_runs else None
     captured = [c.get("content", "") for c in (first or {}).get("report", {}).get("captured", [])]
     before_next = bool(rows) and req is not None and rows[0]["created_at"] <= time.strftime(
@@ -692,10 +692,10 @@ def check_summary_fact(r: Results, p: Project, s: Session, step_after: Step, nam
           f"memories holding it: {json.dumps(rows)}"]
     for h in summary_runs:
         rep = h["report"]
-        ev.append(f"hook_runs #{h['id']} trigger=compact-summary started={h['started_at']} records="
+        ev.append(f"hook_runs #{h['id']} trigger=post-compact started={h['started_at']} records="
                   f"{rep.get('records')} captured={h['captured']} skipped={h['skipped']}")
     if summary_runs and not captured:
-        ev.append("(the session-start(compact) run read the transcript without the new compaction summary in it)")
+        ev.append("(the post-compact run captured nothing from the summary it was handed)")
     r.check(name_new, ok, "\n".join(ev))
 
 
@@ -708,13 +708,13 @@ def check_summary_duplicate(r: Results, p: Project, s: Session, name: str) -> No
     pre = [h for h in runs if h["trigger"] == "manual"]
     dups = [(h["id"], h["trigger"], c.get("reason")) for h in runs if pre and h["id"] > pre[0]["id"]
             for c in h["report"].get("skipped", []) if c.get("content", "") == PGB]
-    summary_runs = {h["id"] for h in runs if h["trigger"] == "compact-summary"}
+    summary_runs = {h["id"] for h in runs if h["trigger"] == "post-compact"}
     by_start = [d for d in dups if d[0] in summary_runs]
     novel = p.memories(NOVEL)
     r.check(name, n_pgb == 1 and bool(dups),
             f"active memories with the PgBouncer text: {n_pgb}\n"
             f"later runs that skipped the summary's PgBouncer line as a duplicate (hook_runs id, trigger, reason): "
-            f"{dups or 'none'}; by session-start(compact): {'yes' if by_start else 'no'}\n"
+            f"{dups or 'none'}; by post-compact: {'yes' if by_start else 'no'}\n"
             f"where the summary's new fact landed in the end: {json.dumps(novel) if novel else 'nowhere'}")
 
 
@@ -820,7 +820,7 @@ def scenario_main(root: str, claude: str, r: Results) -> tuple[Project, list[str
         check_report(r, p, steps["A3"], ["PgBouncer"], "the request after /compact carries the capture report "
                                                         "(what PreCompact captured)", a)
         check_summary_fact(r, p, a, steps["A3"], "#12 the summary's lasting fact (never said) is captured by "
-                                                 "session-start(compact) before the next request")
+                                                 "the post-compact hook before the next request")
         steps["A4"] = a.send("A4", PROMPTS["A4"])
         steps["A5"] = a.send("A5", PROMPTS["A5"])
         check_precompact(r, p, a, steps["A5"], "auto", [REDIS, TIMEOUT, HEALTH, RETRY],
@@ -960,7 +960,7 @@ def scenario_negative(root: str, claude: str, r: Results, main_results: dict[str
         names = {
             "accepted": "the client accepted PreCompact's output (/compact)",
             "instruction": f"the compaction request asks for the '{FACTS_HEADING}' section",
-            "summary": "the summary's lasting fact is captured by session-start(compact)",
+            "summary": "the summary's lasting fact is captured by the post-compact hook",
             "prompt": "a prompt's request carries the relevant memory (UserPromptSubmit)",
         }
         check_accepted(sub, p, a, c, names["accepted"])
