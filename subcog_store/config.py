@@ -56,6 +56,8 @@ def _label(text: str) -> str:
     value = text.strip()
     if not value or "/" in value or len(value) > 100:
         raise ValueError("expected a non-empty label of at most 100 characters, no '/'")
+    if any(ord(ch) < 32 or 0xD800 <= ord(ch) <= 0xDFFF for ch in value):
+        raise ValueError("expected printable text in UTF-8")
     return value
 
 
@@ -139,12 +141,13 @@ SPECS: dict[str, Spec] = {spec.key: spec for spec in _specs()}
 def _parse(spec: Spec, raw: str, origin: str) -> object:
     if len(raw) > 4096:
         raise ConfigError(f"{origin} is longer than 4096 characters")
+    raw_shown = raw.encode("utf-8", "replace").decode("utf-8")  # a lone surrogate from the environment
     try:
         value = spec.parse(raw)
     except (ValueError, OverflowError) as e:
-        raise ConfigError(f"{origin} = {raw[:80]!r} does not parse: {e}") from None
+        raise ConfigError(f"{origin} = {raw_shown[:80]!r} does not parse: {e}") from None
     if spec.low is not None and not (spec.low <= value <= spec.high):  # type: ignore[operator]
-        raise ConfigError(f"{origin} = {raw[:80]!r} is out of range ({spec.low} to {spec.high})")
+        raise ConfigError(f"{origin} = {raw_shown[:80]!r} is out of range ({spec.low} to {spec.high})")
     return value
 
 

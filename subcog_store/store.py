@@ -312,6 +312,10 @@ class Store:
 
         return capture_many(self, requests, deadline=deadline, dry_run=dry_run, dedupe_batch=dedupe_batch)
 
+    def wait_for_lock_at_most(self, seconds: float) -> None:
+        """How long the next writes wait for another process's lock (a hook keeps to its budget)."""
+        self.con.setbusytimeout(max(1, min(int(seconds * 1000), BUSY_TIMEOUT_MS)))
+
     def log_repeat(self, p: Prepared, first: Prepared, matched_id: str | None, similarity: float | None) -> int:
         """An in-batch repeat goes to the decision log like every other decision (reversible: stores the text)."""
         now = iso(self.clock())

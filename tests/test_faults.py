@@ -3,7 +3,7 @@
 FIFO and device transcripts, a huge session over successive runs, a full disk (a small tmpfs when root may mount
 one, and a simulated SQLITE_FULL in any case), bad --jsonl lines, huge ids, /dev/zero, a hook log that cannot be
 written, non-finite settings, a held lock, a killed dedup run, install-hooks on a missing directory. A fault that
-lives in a module another engineer is changing is an xfail(strict=True) naming the bug.
+was found this way has its test here.
 """
 from __future__ import annotations
 
@@ -137,11 +137,6 @@ def runs_until_done(tmp_path: Path, db: Path, path: Path, budget: float, max_run
     pytest.fail(f"not done after {max_runs} runs: {seen}")
 
 
-@pytest.mark.xfail(strict=True, reason="hook/capture.py: a transcript record is extracted whole, outside the "
-                   "deadline (3,000 paragraphs: 1.5-5 s), and its offset is saved only when every candidate of it "
-                   "was handled; a stopped run is redone from the record's start, re-skipping its own earlier "
-                   "captures at one write each (touch, decision-log and check rows), so when extraction and "
-                   "re-skips outgrow the budget a run overruns and no run makes progress again")
 def test_a_huge_record_is_captured_over_successive_runs_each_within_budget(tmp_path):
     path = tmp_path / "huge.jsonl"
     path.write_bytes(assistant("\n\n".join(decision(i) for i in range(3000))))
@@ -150,10 +145,6 @@ def test_a_huge_record_is_captured_over_successive_runs_each_within_budget(tmp_p
     assert count(db) == 3000
 
 
-@pytest.mark.xfail(strict=True, reason="hook/capture.py _capture_transcript: when the extraction loop meets the "
-                   "deadline it records an error, so _capture_all is skipped, yet next_offset (the first record not "
-                   "extracted) is saved: every record extracted in that run is skipped for good (a 3,000-record "
-                   "session with a 2 s budget kept 449 of 3,000 memories)")
 def test_every_record_before_the_saved_offset_was_captured(tmp_path):
     lines = [assistant(decision(i), f"u{i}") for i in range(3000)]   # extracting them takes 0.5 to 3 s
     path = tmp_path / "many.jsonl"
@@ -180,10 +171,6 @@ class SlowEmbedder:
         return self.real.embed_batch(texts)
 
 
-@pytest.mark.xfail(strict=True, reason="dedup/in_batch.py capture_many embeds every text that needs a vector before "
-                   "capturing any: when embedding them all outlasts the deadline, nothing is captured (the hook then "
-                   "saves no offset and the next run does the same: 3,000 paragraphs with the 20 s default on this "
-                   "loaded machine, bench/torture)")
 def test_a_deadline_met_while_embedding_still_captures_what_is_embedded(tmp_path, embedder):
     from subcog_store.store import CaptureRequest, Store
 
@@ -373,9 +360,6 @@ def test_bad_jsonl_lines_cost_only_themselves(tmp_path, command):
         assert count(tmp_path / "s.db") == 3
 
 
-@pytest.mark.xfail(strict=True, reason="store.py Store._inputs (check_duplicate) validates the domain with "
-                   "text.namespaces.canonical_domain only: a lone surrogate reaches SQLite and raises "
-                   "UnicodeEncodeError, not InvalidInput (inputs.validate_domain is there to call)")
 def test_the_python_check_refuses_a_surrogate_domain(make_store):
     from subcog_store.errors import InvalidInput
 
@@ -464,10 +448,6 @@ def wait_for_worker(env: dict[str, str]) -> None:
         time.sleep(0.05)
 
 
-@pytest.mark.xfail(strict=True, reason="worker/server.py applied(): closing the request's log handler on "
-                   "/dev/full raises OSError (ENOSPC from the flush), which _hook takes for 'cannot enter the "
-                   "caller's directory'; the worker's answer is dropped after its captures were committed, and the "
-                   "client runs the hook again in process, which says 'nothing new to capture' (7 were captured)")
 def test_a_hook_log_on_dev_full_through_the_worker(tmp_path, worker_env):
     message(hook(tmp_path, tmp_path / "first.db", payload(SESSION_A), **worker_env, **NO_MODEL)[0])
     wait_for_worker(worker_env)
@@ -485,17 +465,12 @@ def test_a_non_finite_hook_setting_is_named(tmp_path, name, value):
     assert name in text and elapsed < 10
 
 
-@pytest.mark.xfail(strict=True, reason="hook/capture.py _capture_transcript reports a store setting that does "
-                   "not parse (ConfigError from Store) as 'memory store unavailable' without naming the variable")
 def test_a_bad_store_setting_is_named_by_the_hook(tmp_path):
     proc, _ = hook(tmp_path, tmp_path / "s.db", payload(SESSION_A), SUBCOG_DEDUP_THRESHOLD_DECISIONS="nan",
                    **NO_MODEL)
     assert "SUBCOG_DEDUP_THRESHOLD_DECISIONS" in message(proc)
 
 
-@pytest.mark.xfail(strict=True, reason="config.py _label accepts a SUBCOG_HOOK_DOMAIN that is not valid UTF-8 "
-                   "(a lone surrogate from the environment): every candidate then fails validation and the hook "
-                   "saves the offset past them, so the session's memories are lost instead of the setting named")
 def test_a_hook_domain_that_is_not_utf8_is_named_and_nothing_is_skipped(tmp_path):
     db = tmp_path / "s.db"
     proc, _ = hook(tmp_path, db, payload(SESSION_A), SUBCOG_HOOK_DOMAIN="\udcff", **NO_MODEL)
@@ -533,9 +508,6 @@ def test_a_held_lock_is_reported_within_budget(tmp_path, locked_db):
     assert elapsed <= 2 + MARGIN, elapsed
 
 
-@pytest.mark.xfail(strict=True, reason="hook/capture.py keep_to_budget sets the busy timeout once, to the whole "
-                   "remaining budget, before extraction and embedding: the first write then waits that long again, "
-                   "so a held lock overruns the budget by the time spent before the first write (plus the grace)")
 def test_a_held_lock_after_slow_extraction_is_reported_within_budget(tmp_path, locked_db):
     path = tmp_path / "long.jsonl"   # extracting it takes about 1 to 3 s before the first write
     path.write_bytes(assistant("\n\n".join(decision(i) for i in range(1500))))

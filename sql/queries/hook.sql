@@ -1,12 +1,21 @@
 -- name: get_hook_offset
--- Where the last pre-compact run stopped reading this session's transcript.
-select byte_offset from hook_offsets where session_id = :session_id and transcript_path = :transcript_path;
+-- Where the last capture stopped reading this session's transcript: the record's byte offset, and the characters
+-- of that record's text already handled.
+select
+  byte_offset,
+  record_chars
+from hook_offsets
+where session_id = :session_id
+  and transcript_path = :transcript_path;
 
 -- name: set_hook_offset
 -- Remember where this run stopped reading.
-insert into hook_offsets (session_id, transcript_path, byte_offset, updated_at)
-values (:session_id, :transcript_path, :byte_offset, :now)
-on conflict (session_id, transcript_path) do update set byte_offset = excluded.byte_offset, updated_at = excluded.updated_at;
+insert into hook_offsets (session_id, transcript_path, byte_offset, record_chars, updated_at)
+values (:session_id, :transcript_path, :byte_offset, :record_chars, :now)
+on conflict (session_id, transcript_path) do update
+set byte_offset = excluded.byte_offset,
+    record_chars = excluded.record_chars,
+    updated_at = excluded.updated_at;
 
 -- name: insert_hook_run
 -- One pre-compact run and its report.

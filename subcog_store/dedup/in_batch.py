@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from subcog_store.dedup.check import CheckResult
     from subcog_store.store import CaptureResult, Store
 
+EMBED_CHUNK = 32   # texts embedded (then captured) at once
+
 
 @dataclass
 class Outcome:
@@ -45,41 +47,96 @@ def capture_many(store: "Store", requests: Sequence[CaptureRequest], *, deadline
             outcome.error = item
         else:
             outcome.prepared = item
-    ready = [o for o in outcomes if o.prepared]
     if dedupe_batch:
-        mark_exact_repeats(ready)
-    stop = embed_needed(store, [o for o in ready if o.repeat_of is None], deadline, clock)
-    embedded_until = len(outcomes) if stop is None else stop
-    if dedupe_batch:
-        mark_semantic_repeats(store, [o for o in ready if o.repeat_of is None and o.index < embedded_until])
-    for outcome in outcomes:
-        if outcome.error:
-            continue
-        if outcome.index >= embedded_until or (deadline is not None and clock() > deadline):
-            outcome.handled = False
-            continue
-        try:
-            if outcome.repeat_of is not None:
-                if not dry_run:
-                    first = outcomes[outcome.repeat_of]
-                    matched = first.result.memory_id if first.result else None
-                    outcome.decision_id = store.log_repeat(outcome.prepared, first.prepared, matched,
-                                                           outcome.similarity)
-            elif dry_run:
-                p = outcome.prepared
-                outcome.check = store.check_duplicate(p.content, p.namespace, p.domain, log_check=False)
-            else:
-                outcome.result = store.capture_prepared(outcome.prepared)
-        except SubcogError as e:
-            outcome.error = e
-            if isinstance(e, DatabaseError):  # locked, read-only, full: the rest waits for the next run
-                for later in outcomes[outcome.index + 1:]:
-                    later.handled = later.error is not None
-                break
+        mark_exact_repeats([o for o in outcomes if o.prepared])
+    kept = _Kept(store) if dedupe_batch else None
+    for start in range(0, len(outcomes), EMBED_CHUNK):   # embed a chunk, then capture it: progress comes in chunks
+        chunk = outcomes[start:start + EMBED_CHUNK]
+        if not _over(deadline, clock):
+            store.embed_many([o.prepared.content for o in chunk if _wants_vector(store, o)],
+                             [o.prepared.content_hash for o in chunk if _wants_vector(store, o)])
+        for outcome in chunk:
+            if outcome.error:
+                continue
+            if _over(deadline, clock):
+                _leave(outcomes, outcome.index)
+                return outcomes
+            if kept is not None and outcome.repeat_of is None:
+                kept.judge(outcome)
+            try:
+                _handle(store, outcomes, outcome, dry_run, deadline, clock)
+            except SubcogError as e:
+                outcome.error = e
+                if isinstance(e, DatabaseError):  # locked, read-only, full: the rest waits for the next run
+                    _leave(outcomes, outcome.index + 1)
+                    return outcomes
     return outcomes
 
-EMBED_CHUNK = 32
-BLOCK = 512   # rows of the similarity matrix computed at once
+
+def _over(deadline: float | None, clock: Callable[[], float]) -> bool:
+    return deadline is not None and clock() > deadline
+
+
+def _leave(outcomes: list[Outcome], first: int) -> None:
+    """Requests from `first` on are not handled this time (an error of their own stays reported)."""
+    for later in outcomes[first:]:
+        later.handled = later.error is not None
+
+
+def _wants_vector(store: "Store", outcome: Outcome) -> bool:
+    return outcome.prepared is not None and outcome.repeat_of is None and needs_vector(store, outcome)
+
+
+def _handle(store: "Store", outcomes: list[Outcome], outcome: Outcome, dry_run: bool, deadline: float | None,
+            clock: Callable[[], float]) -> None:
+    """Log a repeat, check (dry run) or capture one request; a write waits for the lock only as long as the
+    deadline allows."""
+    if deadline is not None:
+        store.wait_for_lock_at_most(max(deadline - clock(), 0.0))
+    if outcome.repeat_of is not None:
+        if not dry_run:
+            first = outcomes[outcome.repeat_of]
+            matched = first.result.memory_id if first.result else None
+            outcome.decision_id = store.log_repeat(outcome.prepared, first.prepared, matched, outcome.similarity)
+    elif dry_run:
+        p = outcome.prepared
+        outcome.check = store.check_duplicate(p.content, p.namespace, p.domain, log_check=False)
+    else:
+        outcome.result = store.capture_prepared(outcome.prepared)
+
+
+class _Kept:
+    """The vectors of the texts kept so far in this batch, per scope: a new text that says what one of them
+    says (the duplicate rule) repeats it. One growing matrix per scope: each text costs one matrix-vector product."""
+
+    def __init__(self, store: "Store"):
+        self.store = store
+        self.groups: dict[tuple[str, str], tuple[list[Outcome], list]] = {}
+
+    def judge(self, outcome: Outcome) -> None:
+        import numpy as np
+
+        p = outcome.prepared
+        vector = self.store.cached_vector(p.content_hash) if needs_length(self.store, outcome) else None
+        if vector is None:
+            return
+        members, box = self.groups.setdefault((p.domain, p.namespace), ([], [np.zeros((64, len(vector)),
+                                                                                         dtype=np.float32)]))
+        matrix = box[0]
+        if members:
+            sims = matrix[:len(members)] @ vector
+            threshold = self.store.settings.threshold(p.namespace)
+            for j in np.argsort(-sims):
+                if sims[j] < threshold:
+                    break
+                if judge(members[j].prepared.content, p.content, float(sims[j]),
+                         self.store.phrase_similarity()).agrees:
+                    outcome.repeat_of, outcome.similarity = members[j].index, float(sims[j])
+                    return
+        if len(members) == len(matrix):
+            box[0] = matrix = np.concatenate([matrix, np.zeros_like(matrix)])
+        matrix[len(members)] = vector
+        members.append(outcome)
 
 
 def mark_exact_repeats(outcomes: Sequence["Outcome"]) -> None:
@@ -99,50 +156,6 @@ def needs_vector(store: "Store", outcome: "Outcome") -> bool:
     if len(" ".join(p.content.split())) < int(store.settings.dedup_min_semantic_length):
         return False
     return exact_tier(store.con, p.content_hash, p.namespace, p.domain) is None
-
-
-def embed_needed(store: "Store", outcomes: Sequence["Outcome"], deadline: float | None,
-                 clock: Callable[[], float]) -> int | None:
-    """Embed, in order and in chunks, the texts that need a vector. Returns None when all are ready, else the
-    index of the first request whose text could not be embedded before the deadline."""
-    if not store.settings.dedup_semantic_enabled:
-        return None
-    todo = [o for o in outcomes if needs_vector(store, o)]
-    for start in range(0, len(todo), EMBED_CHUNK):
-        chunk = todo[start:start + EMBED_CHUNK]
-        if deadline is not None and clock() > deadline:
-            return chunk[0].index
-        store.embed_many([o.prepared.content for o in chunk], [o.prepared.content_hash for o in chunk])
-        if store.embedder is None:  # no model: the text tier stands in, nothing to embed
-            return None
-    return None
-
-
-def mark_semantic_repeats(store: "Store", outcomes: Sequence["Outcome"]) -> None:
-    """A text that says what an earlier one of the batch says (same scope, the duplicate rule) repeats it."""
-    import numpy as np
-
-    groups: dict[tuple[str, str], list["Outcome"]] = {}
-    for o in outcomes:
-        if store.cached_vector(o.prepared.content_hash) is not None and needs_length(store, o):
-            groups.setdefault((o.prepared.domain, o.prepared.namespace), []).append(o)
-    phrase_similarity = store.phrase_similarity()
-    for (_, namespace), members in groups.items():
-        if len(members) < 2:
-            continue
-        threshold = store.settings.threshold(namespace)
-        vectors = np.stack([store.cached_vector(o.prepared.content_hash) for o in members])
-        kept = np.ones(len(members), dtype=bool)
-        for start in range(0, len(members), BLOCK):
-            sims = vectors[start:start + BLOCK] @ vectors[:start + BLOCK].T
-            for row, i in enumerate(range(start, min(start + BLOCK, len(members)))):
-                earlier = np.nonzero((sims[row, :i] >= threshold) & kept[:i])[0]
-                for j in sorted(earlier, key=lambda j: -sims[row, j]):
-                    older, newer = members[j].prepared.content, members[i].prepared.content
-                    if judge(older, newer, float(sims[row, j]), phrase_similarity).agrees:
-                        members[i].repeat_of, members[i].similarity = members[j].index, float(sims[row, j])
-                        kept[i] = False
-                        break
 
 
 def needs_length(store: "Store", outcome: "Outcome") -> bool:

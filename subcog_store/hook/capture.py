@@ -20,7 +20,10 @@ from subcog_store.text.normalize import fingerprint
 
 log = logging.getLogger("subcog_store.hook.capture")
 SAVE_GRACE_SECS = 0.5
-EXTRACT_CHUNK = 200   # records extracted at once (corrections are found within a chunk); a deadline check each
+EXTRACT_CHUNK = 200   # records (or pieces) extracted at once (corrections are found within a chunk)
+EXTRACT_CHARS = 40_000  # ... and about this many characters (a deadline check between groups)
+EXTRACT_SHARE = 0.5   # extraction stops taking new chunks past this share of the budget: the rest is for capturing
+PIECE_CHARS = 20_000  # a longer record is read in paragraph-aligned pieces of about this size
 SOURCES = {"pre-compact": "pre-compact-hook", "session-end": "session-end-hook", "post-compact": "compact-summary"}
 MAX_SUMMARY_CHARS = 200_000
 
@@ -40,6 +43,7 @@ class HookOptions:
         """The hook's settings (raises ConfigError naming a variable that does not parse)."""
         from subcog_store.config import process_setting
 
+        process_setting("hook_domain")   # checked now: a bad value is named before anything is read
         return cls(db=db, dry_run=dry_run, budget_secs=float(process_setting("hook_budget_secs")),
                    include_sidechain=bool(process_setting("hook_include_sidechain")),
                    min_confidence=process_setting("hook_min_confidence"), event=event)  # type: ignore[arg-type]
@@ -113,7 +117,7 @@ def capture_payload(payload: dict, options: HookOptions, run: Run, started: floa
         return run
     run.transcript_path = path
     try:
-        _capture_transcript(run, options, deadline)
+        _capture_transcript(run, options, started, deadline)
     except Exception as e:  # fail open: the compaction goes on
         run.fail("capture failed", e)
     log.info("%s session=%s captured=%d skipped=%d redacted=%d errors=%d in %.0f ms", options.event,
@@ -124,13 +128,16 @@ def capture_payload(payload: dict, options: HookOptions, run: Run, started: floa
 
 def _open_store(run: Run, options: HookOptions):
     """The hook's store (never fetching the model; a dry run without a store uses a throw-away one), or None."""
-    from subcog_store.errors import SubcogError
+    from subcog_store.errors import ConfigError, SubcogError
     from subcog_store.store import Store
 
     try:
         dry_without_db = options.dry_run and not Path(options.db).exists()
         return Store(":memory:" if dry_without_db else options.db, readonly=options.dry_run and not dry_without_db,
                      fetch_model=False)
+    except ConfigError as e:
+        run.fail(f"bad setting: {e}", e)
+        return None
     except SubcogError as e:
         run.fail("memory store unavailable", e)
         return None
@@ -178,7 +185,7 @@ def post_compact(raw: bytes, options: HookOptions) -> Run:
     return run
 
 
-def _capture_transcript(run: Run, options: HookOptions, deadline: float) -> None:
+def _capture_transcript(run: Run, options: HookOptions, started: float, deadline: float) -> None:
     import apsw
 
     from subcog_store.hook.extract import extract_candidates
@@ -190,8 +197,8 @@ def _capture_transcript(run: Run, options: HookOptions, deadline: float) -> None
     with store:
         keep_to_budget(store, deadline)
         session_key = run.session_id or ""
-        offset = _stored_offset(store, session_key, run.transcript_path)
-        run.first_run = offset == 0
+        offset, chars = _stored_offset(store, session_key, run.transcript_path)
+        run.first_run = offset == 0 and chars == 0
         try:
             read = read_assistant_texts(run.transcript_path, offset, include_sidechain=options.include_sidechain,
                                         deadline=deadline)
@@ -199,25 +206,58 @@ def _capture_transcript(run: Run, options: HookOptions, deadline: float) -> None
             run.fail("transcript unreadable", e)
             return
         run.records, run.bad_lines, run.truncated = read.records, read.bad_lines, read.truncated
-        candidates, next_offset = [], read.next_offset
-        for start in range(0, len(read.texts), EXTRACT_CHUNK):  # bounded by the deadline too
-            if time.monotonic() > deadline:
-                next_offset, run.truncated = read.texts[start].offset, True
-                run.fail("time budget used up; the rest is captured next time", "budget")
+        parts = [piece for text in read.texts
+                 for piece in pieces(text, chars if text.offset == offset else 0)]
+        resume = (read.next_offset, 0)
+        candidates = []
+        extract_until = started + (deadline - started) * EXTRACT_SHARE   # the rest of the budget is for capturing
+        for group in _groups(parts):
+            if candidates and time.monotonic() > extract_until:
+                resume, run.truncated = (group[0].offset, group[0].char_start), True
                 break
-            candidates += extract_candidates(read.texts[start:start + EXTRACT_CHUNK],
-                                             min_confidence=options.min_confidence)
+            candidates += extract_candidates(group, min_confidence=options.min_confidence)
         run.redacted = sum(c.redacted for c in candidates)
-        stopped_at = _capture_all(run, store, candidates, options, deadline) if not run.errors else None
+        stopped_at = _capture_all(run, store, candidates, options, deadline)
         if stopped_at is not None:
-            next_offset, run.truncated = min(next_offset, stopped_at), True
+            resume, run.truncated = min(resume, stopped_at), True
         if options.dry_run:
             return
         keep_to_budget(store, deadline, grace=SAVE_GRACE_SECS)
         try:
-            _save(store, run, session_key, next_offset if next_offset > offset else None)
+            _save(store, run, session_key, resume if resume > (offset, chars) else None)
         except apsw.Error as e:
             run.fail("could not save the run (the captures are saved)", e)
+
+
+def _groups(parts: list) -> list[list]:
+    """Consecutive records or pieces extracted together: at most EXTRACT_CHUNK of them, about EXTRACT_CHARS."""
+    out: list[list] = []
+    size = 0
+    for part in parts:
+        if not out or len(out[-1]) >= EXTRACT_CHUNK or size + len(part.text) > EXTRACT_CHARS:
+            out.append([])
+            size = 0
+        out[-1].append(part)
+        size += len(part.text)
+    return out
+
+
+def pieces(text, skip_chars: int = 0) -> list:
+    """A record's text from `skip_chars` on, in paragraph-aligned pieces of at most PIECE_CHARS: a record of
+    any size is extracted and captured piece by piece over successive runs."""
+    from dataclasses import replace
+
+    body, out, start = text.text, [], max(0, skip_chars)
+    if start == 0 and len(body) <= PIECE_CHARS:
+        return [text]
+    while start < len(body):
+        end = min(len(body), start + PIECE_CHARS)
+        if end < len(body):
+            cut = body.rfind("\n\n", start, end)
+            end = cut + 2 if cut > start else end
+        out.append(replace(text, text=body[start:end], char_start=start))
+        start = end
+    return out
 
 
 def keep_to_budget(store, deadline: float, grace: float = 0.0) -> None:
@@ -227,14 +267,15 @@ def keep_to_budget(store, deadline: float, grace: float = 0.0) -> None:
     store.con.setbusytimeout(max(1, int(max(remaining, grace) * 1000)))
 
 
-def _stored_offset(store, session_key: str, path: str) -> int:
+def _stored_offset(store, session_key: str, path: str) -> tuple[int, int]:
+    """(byte offset of the record to resume at, characters of its text already handled)."""
     from subcog_store.db.sqlfiles import q
 
     row = store.con.execute(q("get_hook_offset"), {"session_id": session_key, "transcript_path": path}).fetchone()
-    return int(row[0]) if row else 0
+    return (int(row[0]), int(row[1])) if row else (0, 0)
 
 
-def _save(store, run: Run, session_key: str, offset: int | None) -> None:
+def _save(store, run: Run, session_key: str, offset: tuple[int, int] | None) -> None:
     """Where this run stopped reading (when it finished) and its report, in one transaction."""
     from subcog_store.clock import iso
     from subcog_store.db.connection import immediate
@@ -244,16 +285,17 @@ def _save(store, run: Run, session_key: str, offset: int | None) -> None:
     with immediate(store.con):
         if offset is not None:
             store.con.execute(q("set_hook_offset"), {"session_id": session_key, "transcript_path": run.transcript_path,
-                                                     "byte_offset": offset, "now": now})
+                                                     "byte_offset": offset[0], "record_chars": offset[1], "now": now})
         store.con.execute(q("insert_hook_run"), {
             "session_id": run.session_id, "transcript_path": run.transcript_path, "trigger": run.trigger,
             "started_at": iso(run.started_at), "finished_at": now, "status": run.status, "captured": len(run.captured),
             "skipped": len(run.skipped), "redacted": run.redacted, "report": json.dumps(run.report())})
 
 
-def _capture_all(run: Run, store, candidates: list, options: HookOptions, deadline: float) -> int | None:
-    """Capture (or, dry run, check) the candidates, repeats within the batch skipped; returns the transcript
-    offset to resume from when the time budget or the lock stopped the run first (None: all handled)."""
+def _capture_all(run: Run, store, candidates: list, options: HookOptions, deadline: float
+                 ) -> tuple[int, int] | None:
+    """Capture (or, dry run, check) the candidates, repeats within the batch skipped; returns where to resume
+    (record offset, piece start) when the time budget or the lock stopped the run first (None: all handled)."""
     from subcog_store.errors import DatabaseError
     from subcog_store.store import CaptureRequest
 
@@ -263,14 +305,14 @@ def _capture_all(run: Run, store, candidates: list, options: HookOptions, deadli
     for c, o in zip(candidates, outcomes):
         if not o.handled:
             run.fail("time budget used up; the rest is captured next time", "budget")
-            return c.offset
+            return c.offset, c.char_start
         if o.error is not None:
             if isinstance(o.error, DatabaseError) and "locked" in str(o.error):
                 run.fail("memory store locked; the rest is captured next time", o.error)
-                return c.offset
+                return c.offset, c.char_start
             run.fail("a capture failed", f"{type(o.error).__name__} for {fingerprint(c.text)}: {o.error}")
             if isinstance(o.error, DatabaseError):
-                return c.offset
+                return c.offset, c.char_start
             continue
         if o.repeat_of is not None:
             run.skipped.append({"content": c.text, "namespace": c.namespace, "reason": "in_batch",

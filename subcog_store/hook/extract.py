@@ -44,6 +44,7 @@ class Candidate:
     source_uuid: str | None
     offset: int = 0      # where the transcript record it comes from starts
     redacted: int = 0    # secrets replaced by [REDACTED] in `text`
+    char_start: int = 0  # where the piece of the record it comes from starts in the record's text
 
 
 @dataclass(frozen=True)
@@ -222,8 +223,8 @@ def extract_with(texts: Iterable[AssistantText | str], scorer: Scorer, threshold
     for v in judge(texts, scorer, threshold):
         if v.keep:
             t = texts[v.source]
-            uuid, offset = (None, 0) if isinstance(t, str) else (t.uuid, t.offset)
-            out.append(Candidate(v.text, v.namespace, v.confidence, uuid, offset, v.redacted))
+            uuid, offset, start = (None, 0, 0) if isinstance(t, str) else (t.uuid, t.offset, t.char_start)
+            out.append(Candidate(v.text, v.namespace, v.confidence, uuid, offset, v.redacted, start))
     return out
 
 

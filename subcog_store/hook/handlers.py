@@ -61,10 +61,13 @@ def parse_payload(raw: bytes) -> dict:
         raise ValueError("empty hook input")
     try:
         payload = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise ValueError("hook input is not JSON") from None
+    except (UnicodeDecodeError, ValueError, RecursionError):  # also: nesting too deep, a 5,000-digit number
+        raise ValueError("hook input is not JSON (or nested too deep)") from None
     if not isinstance(payload, dict):
         raise ValueError("hook input is not a JSON object")
+    session = payload.get("session_id")
+    if isinstance(session, str):   # a lone surrogate cannot be stored: the id in valid UTF-8
+        payload["session_id"] = session.encode("utf-8", "replace").decode("utf-8")
     return payload
 
 

@@ -34,6 +34,7 @@ class AssistantText:
     is_sidechain: bool
     offset: int = 0  # byte offset where the record's line starts (a run that stops before it resumes there)
     kind: str = "assistant"  # "summary": the client's compaction summary (an `isCompactSummary` record)
+    char_start: int = 0  # where `text` starts in the record's whole text (a piece of a long record)
 
 
 @dataclass

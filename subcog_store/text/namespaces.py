@@ -28,6 +28,8 @@ def canonical_domain(domain: str | None) -> str:
     value = (domain or DEFAULT_DOMAIN).strip()
     if not value or "/" in value or len(value) > 100:
         raise InvalidInput(f"invalid domain {domain!r}: a non-empty label of at most 100 characters, no '/'")
+    if any(ord(ch) < 32 or ord(ch) == 127 or 0xD800 <= ord(ch) <= 0xDFFF for ch in value):
+        raise InvalidInput("invalid domain: it contains a control character or is not valid UTF-8")
     return value
 
 

@@ -310,7 +310,10 @@ def applied(env: dict[str, str], cwd: str, umask: int) -> Iterator[None]:
     finally:
         for handler in [h for h in root.handlers if h not in handlers]:
             root.removeHandler(handler)
-            handler.close()
+            try:
+                handler.close()   # the flush may fail (a log on /dev/full): the answer still goes out
+            except OSError:
+                pass
         os.environ.clear()
         os.environ.update(home_env)
         if tz_changed:
