@@ -1,7 +1,7 @@
 """Search a domain's memories: hybrid retrieval, current facts first.
 
-The vec0 KNN of the query's embedding and FTS5 BM25 over its significant words are fused with reciprocal rank
-fusion (k = 60), then weighted by importance decayed with age (`importance * 0.95 ** (age_days / 30)`, the
+The vec0 KNN of the query's embedding and FTS5 BM25 over its significant words are fused by reciprocal rank
+(`W_VECTOR / (RRF_K + vector rank) + 1 / (RRF_K + text rank)`), then weighted by importance decayed with age (`importance * 0.95 ** (age_days / 30)`, the
 original design's) and by recency. A memory outdated by a newer one (a changed fact) never ranks above its
 successor. Without the model the text side answers alone (`method` says so).
 """
@@ -24,7 +24,8 @@ from subcog_store.text.textsim import fts_query, significant_tokens
 if TYPE_CHECKING:
     from subcog_store.store import Store
 
-RRF_K = 60
+RRF_K = 1                    # rank fusion: chosen with W_VECTOR on the train split of bench/recall/dataset
+W_VECTOR = 5.0               # the vector side counts five times the text side (a shared stray word is weak evidence)
 CANDIDATES = 50              # taken from each side before fusion
 DECAY_BASE, DECAY_DAYS = 0.95, 30.0
 RECENCY_HALF_LIFE_DAYS = 180.0
@@ -165,7 +166,8 @@ def _with_retired(store: "Store", vector, vector_ids: list[tuple[str, float]], t
 
 def _score(h: Hit, query_words: set[str], now: float) -> None:
     m = h.memory
-    h.rrf = sum(1.0 / (RRF_K + r) for r in (h.vector_rank, h.text_rank) if r is not None)
+    h.rrf = (W_VECTOR / (RRF_K + h.vector_rank) if h.vector_rank is not None else 0.0) + \
+        (1.0 / (RRF_K + h.text_rank) if h.text_rank is not None else 0.0)
     age_days = max(0.0, now - parse_iso(m.created_at)) / 86400
     h.importance = m.importance * DECAY_BASE ** (age_days / DECAY_DAYS)
     h.recency = 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)
