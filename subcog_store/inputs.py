@@ -12,7 +12,6 @@ from subcog_store.config import MAX_CONTENT_BYTES
 from subcog_store.errors import InvalidInput
 from subcog_store.text.namespaces import canonical_domain, canonical_namespace
 from subcog_store.text.normalize import content_hash
-from subcog_store.text.redact import redact
 
 POLICIES = ("skip", "verify", "replace", "merge")
 MAX_LABEL_CHARS = 200      # session ids, sources
@@ -157,6 +156,8 @@ def validate_policy(policy: object) -> str | None:
 
 def prepare(request: CaptureRequest) -> Prepared:
     """Validate a request (raises InvalidInput naming the field)."""
+    from subcog_store.text.redact import redact   # 133 patterns compiled on first use, not on every import
+
     content, redacted = redact(validate_content(request.content))
     if request.namespace is None:
         raise InvalidInput("a namespace is required")

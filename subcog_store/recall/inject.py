@@ -23,7 +23,6 @@ from subcog_store.db.memories import Memory
 from subcog_store.db.sqlfiles import q
 from subcog_store.recall.search import DECAY_BASE, DECAY_DAYS, RECENCY_HALF_LIFE_DAYS, search
 from subcog_store.text.normalize import fingerprint
-from subcog_store.text.redact import shown
 
 if TYPE_CHECKING:
     from subcog_store.store import Store
@@ -56,6 +55,8 @@ class Recall:
 
 def line(memory: Memory, outdated: bool = False) -> str:
     """One memory as one line: namespace, text (cut), URN."""
+    from subcog_store.text.redact import shown   # imported when something is injected: most prompts get nothing
+
     text = " ".join((shown(memory.content) or "").split())
     if len(text) > LINE_CHARS:
         text = text[: LINE_CHARS - 1] + "…"
