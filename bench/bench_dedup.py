@@ -107,6 +107,7 @@ def build_store(size: int, path: Path) -> dict:
 
     from bench.corpus import embed_cached
     from subcog_store.db.connection import immediate
+    from subcog_store.db.memories import add_vector
     from subcog_store.db.sqlfiles import q
     from subcog_store.store import Store
 
@@ -136,8 +137,7 @@ def build_store(size: int, path: Path) -> dict:
             seq, _ = store.con.execute(q("insert_memory"), {
                 "id": f"{n + 1:012x}", "domain": "project", "namespace": ns, "content": text, "importance": imp,
                 "tags": json.dumps([kind]), "source": "bench", "session_id": None, "now": at}).fetchone()
-            store.con.execute(q("insert_vector"), {"seq": seq, "namespace": ns, "domain": "project",
-                                                   "embedding": np.ascontiguousarray(vectors[n]).tobytes()})
+            add_vector(store.con, seq, ns, "project", np.ascontiguousarray(vectors[n]).tobytes())
     store.close()
     truth = [[f"{r + 1:012x}" for r in g] for g in data["clusters"]]
     meta = {"size": len(rows), "planted_clusters": len(truth), "planted_duplicates": sum(len(g) - 1 for g in truth),

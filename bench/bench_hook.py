@@ -177,6 +177,7 @@ def corpus_vectors(n: int, log) -> tuple[list[str], np.ndarray, str]:
 def build_store(path: Path, sentences: list[str], vectors: np.ndarray) -> None:
     from subcog_store.clock import iso
     from subcog_store.db.connection import connect, immediate
+    from subcog_store.db.memories import add_vector
     from subcog_store.db.sqlfiles import q
 
     con = connect(path)
@@ -187,8 +188,7 @@ def build_store(path: Path, sentences: list[str], vectors: np.ndarray) -> None:
             seq, _ = con.execute(q("insert_memory"), {
                 "id": f"{i:012x}", "domain": DOMAIN, "namespace": NAMESPACE, "content": text, "importance": 0.5,
                 "tags": "[]", "source": "bench", "session_id": None, "created_at": at, "now": at}).fetchone()
-            con.execute(q("insert_vector"), {"seq": seq, "namespace": NAMESPACE, "domain": DOMAIN,
-                                             "embedding": vectors[i].tobytes()})
+            add_vector(con, seq, NAMESPACE, DOMAIN, vectors[i].tobytes())
     con.execute("pragma wal_checkpoint(truncate)")
     con.close()
 

@@ -78,6 +78,8 @@ def diagnose(con: apsw.Connection, *, worker: bool = False) -> list[Finding]:
         "active memories without a vector (run `subcog-store reembed`)")
     add("vector_has_active_memory", ids("vector_without_active_memory"), "vectors without an active memory")
     add("vector_scope_matches", ids("vector_scope_mismatch"), "vectors filed under the wrong namespace/domain")
+    add("vector_bits_match", ids("bits_mismatch"),
+        "vectors whose sign bits are missing, stale or left over (run `subcog-store reembed`)")
     stale = [mid for mid, content, stored in con.execute(q("all_hashes")) if content_hash(content) != stored]
     add("stored_hash_matches_content", stale, "memories whose stored hash does not match their content")
     add("one_active_per_hash", [f"{r[0]}/{r[1]}/{r[2][:16]}" for r in con.execute(q("duplicate_active_hashes"))],

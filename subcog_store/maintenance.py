@@ -15,7 +15,10 @@ if TYPE_CHECKING:
 
 
 def reembed(store: "Store", batch: int = 256) -> int:
-    """Embed every active memory without a vector; returns how many were embedded."""
+    """Embed every active memory without a vector (and rebuild stale sign bits); returns how many were embedded."""
+    with immediate(store.con):
+        for (seq,) in store.con.execute(q("bits_mismatch")).fetchall():
+            writer.rebuild_bits(store.con, seq)
     if store.embedder is None:
         raise SubcogError(f"the model is not available: {store.embedder_error or 'semantic tier disabled'}")
     missing = [r[0] for r in store.con.execute(q("active_without_vector"))]

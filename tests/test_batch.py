@@ -315,6 +315,7 @@ def test_unmerge_restores_byte_for_byte(tmp_path, model, hard):
     store.con.execute("insert into retired_vectors select memory_seq, embedding from memory_vectors "
                       "where memory_seq = ?", (old.seq,))
     store.con.execute("delete from memory_vectors where memory_seq = ?", (old.seq,))
+    store.con.execute("delete from memory_bits where memory_seq = ?", (old.seq,))
     before = dump(store)
     report = dedup(store, hard_delete=hard)
     (cluster,) = report.clusters

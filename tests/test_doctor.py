@@ -52,12 +52,25 @@ def raw_connection(path: str, hash_function=None) -> apsw.Connection:
     return con
 
 
+def drop_vector(con, seq: int) -> None:
+    con.execute("delete from memory_vectors where memory_seq = ?", (seq,))
+    con.execute("delete from memory_bits where memory_seq = ?", (seq,))
+
+
+def add_vector(con, seq: int, namespace: str, domain: str, blob: bytes) -> None:
+    con.execute("insert into memory_vectors (memory_seq, namespace, domain, embedding) values (?, ?, ?, ?)",
+                (seq, namespace, domain, blob))
+    con.execute("insert into memory_bits (memory_seq, namespace, domain, bits) values (?, ?, ?, "
+                "vec_quantize_binary(?))", (seq, namespace, domain, blob))
+
+
 def test_fresh_store_passes(store) -> None:
     findings = diagnose(store.con)
     assert all(f.ok for f in findings)
     assert {f.check for f in findings} == {
         "schema_version", "sqlite_integrity", "active_memory_has_vector", "vector_has_active_memory",
-        "vector_scope_matches", "stored_hash_matches_content", "one_active_per_hash", "successor_exists"}
+        "vector_scope_matches", "vector_bits_match", "stored_hash_matches_content", "one_active_per_hash",
+        "successor_exists"}
 
 
 def test_store_with_captures_passes(seeded) -> None:
@@ -68,7 +81,7 @@ def test_store_with_captures_passes(seeded) -> None:
 
 def test_missing_vector(seeded) -> None:
     store, ids = seeded
-    store.con.execute("delete from memory_vectors where memory_seq = ?", (seq_of(store, ids[1]),))
+    drop_vector(store.con, seq_of(store, ids[1]))
     assert failed(store.con) == {"active_memory_has_vector": [ids[1]]}
 
 
@@ -76,8 +89,7 @@ def test_orphan_vector(seeded) -> None:
     store, _ = seeded
     vector = np.zeros(384, dtype=np.float32)
     vector[0] = 1.0
-    store.con.execute("insert into memory_vectors (memory_seq, namespace, domain, embedding) values (?, ?, ?, ?)",
-                      (9999, "decisions", "project", vector.tobytes()))
+    add_vector(store.con, 9999, "decisions", "project", vector.tobytes())
     assert failed(store.con) == {"vector_has_active_memory": ["9999"]}
 
 
@@ -91,10 +103,25 @@ def test_vector_in_the_wrong_namespace(seeded) -> None:
     store, ids = seeded
     seq = seq_of(store, ids[0])
     blob = store.con.execute("select embedding from memory_vectors where memory_seq = ?", (seq,)).fetchone()[0]
-    store.con.execute("delete from memory_vectors where memory_seq = ?", (seq,))
-    store.con.execute("insert into memory_vectors (memory_seq, namespace, domain, embedding) values (?, ?, ?, ?)",
-                      (seq, "learnings", "project", blob))
+    drop_vector(store.con, seq)
+    add_vector(store.con, seq, "learnings", "project", blob)
     assert failed(store.con) == {"vector_scope_matches": [ids[0]]}
+
+
+def test_stale_or_missing_sign_bits(seeded) -> None:
+    """The sign bits the KNN finds candidates by must mirror the vectors; reembed derives them again."""
+    from subcog_store.maintenance import reembed
+
+    store, ids = seeded
+    first, second = seq_of(store, ids[0]), seq_of(store, ids[1])
+    store.con.execute("delete from memory_bits where memory_seq = ?", (first,))
+    store.con.execute("delete from memory_bits where memory_seq = ?", (second,))
+    store.con.execute("insert into memory_bits (memory_seq, namespace, domain, bits) values (?, 'decisions', "
+                      "'project', vec_quantize_binary(?))", (second, (-np.ones(384, dtype=np.float32)).tobytes()))
+    found = failed(store.con)
+    assert set(found) == {"vector_bits_match"} and sorted(found["vector_bits_match"]) == sorted([str(first), str(second)])
+    reembed(store)
+    assert failed(store.con) == {}
 
 
 def test_tampered_stored_hash(seeded) -> None:
@@ -110,7 +137,7 @@ def test_dangling_successor(seeded) -> None:
     store, ids = seeded
     con = raw_connection(store.path, content_hash)  # foreign keys off: the broken reference can be written
     con.execute("update memories set status = 'superseded', successor_id = 'ffffffffffff' where id = ?", (ids[2],))
-    con.execute("delete from memory_vectors where memory_seq = ?", (seq_of(store, ids[2]),))
+    drop_vector(con, seq_of(store, ids[2]))
     con.close()
     assert failed(store.con) == {"successor_exists": [ids[2]]}
 
@@ -135,7 +162,7 @@ def test_cli_doctor_exit_codes(seeded) -> None:
     assert ok.returncode == 0, ok.stderr
     assert "FAIL" not in ok.stdout and "stored_hash_matches_content" in ok.stdout
 
-    store.con.execute("delete from memory_vectors where memory_seq = ?", (seq_of(store, ids[0]),))
+    drop_vector(store.con, seq_of(store, ids[0]))
     bad = run_doctor(path)
     assert bad.returncode == 6
     assert f"FAIL active_memory_has_vector: 1 active memories without a vector" in bad.stdout and ids[0] in bad.stdout

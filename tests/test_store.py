@@ -616,6 +616,30 @@ def test_migration_from_version_1(tmp_path: Path, make_store) -> None:
     assert db.migrate_to_latest(store.con) == []  # idempotent
 
 
+def test_migration_008_derives_the_sign_bits_of_every_vector(tmp_path: Path, make_store, embedder) -> None:
+    """A store of version 7 has float vectors only: the migration adds their sign bits, so the semantic tier
+    finds the same neighbour before and after, and doctor passes."""
+    from subcog_store.doctor import diagnose
+
+    path = tmp_path / "v7.db"
+    con = db.connect(path, migrate=False)
+    db.migrate_to_latest(con, target=7)
+    vector = embedder.embed_batch([A])[0]
+    seq = con.execute("insert into memories (id, domain, namespace, content, created_at, updated_at) values "
+                      "('0123456789ab', 'project', 'decisions', ?, '2026-01-01T00:00:00.000Z', "
+                      "'2026-01-01T00:00:00.000Z') returning seq", (A,)).fetchone()[0]
+    con.execute("insert into memory_vectors (memory_seq, namespace, domain, embedding) values (?, 'decisions', "
+                "'project', ?)", (seq, vector.tobytes()))
+    con.close()
+
+    store = make_store(path=path)
+    assert count_rows(store, "memory_bits") == 1
+    assert all(f.ok for f in diagnose(store.con))
+    result = store.check_duplicate(B, "decisions")
+    assert result.neighbours and result.neighbours[0].memory_id == "0123456789ab"
+    assert result.knn == "complete"
+
+
 # ---------------------------------------------------------------------------------------------- tables and views
 
 def test_each_active_memory_has_exactly_one_vector(store) -> None:

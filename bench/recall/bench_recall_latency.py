@@ -76,6 +76,7 @@ def build(n: int, sentences: list[str], vectors: np.ndarray) -> Path:
     """The cached n-memory store (built when missing): one transaction through the store's SQL."""
     from subcog_store.clock import iso
     from subcog_store.db.connection import connect, immediate
+    from subcog_store.db.memories import add_vector
     from subcog_store.db.sqlfiles import q
 
     h = hashlib.sha256(f"{BUILD_VERSION}:{schema_hash()}:{n}".encode())
@@ -97,8 +98,7 @@ def build(n: int, sentences: list[str], vectors: np.ndarray) -> Path:
                 "id": f"{i:012x}", "domain": DOMAIN, "namespace": ns, "content": text,
                 "importance": 0.7 if i % 10 == 0 else 0.5, "tags": "[]", "source": "bench", "session_id": None,
                 "created_at": stamp, "now": stamp}).fetchone()
-            con.execute(q("insert_vector"), {"seq": seq, "namespace": ns, "domain": DOMAIN,
-                                             "embedding": vectors[i].tobytes()})
+            add_vector(con, seq, ns, DOMAIN, vectors[i].tobytes())
     con.execute("pragma wal_checkpoint(truncate)")
     con.close()
     tmp.rename(path)

@@ -41,3 +41,17 @@ having n > 1;
 -- name: quick_check
 -- SQLite's own consistency check.
 pragma quick_check;
+
+-- name: bits_mismatch
+-- Vectors whose sign bits are missing, filed elsewhere or stale, and sign bits left without a vector.
+select v.memory_seq
+from memory_vectors v
+left join memory_bits b on b.memory_seq = v.memory_seq
+where b.memory_seq is null
+   or b.namespace <> v.namespace
+   or b.domain <> v.domain
+   or b.bits <> vec_quantize_binary(v.embedding)
+union
+select b.rowid
+from memory_bits_rowids b
+where not exists (select 1 from memory_vectors_rowids v where v.rowid = b.rowid);

@@ -1,13 +1,11 @@
 """Candidate pairs of a scope: pairs (i < j) at or above the threshold among the k nearest of i or j.
 
-Three ways to find them: blocked matrix products over the stored vectors (default), one vec0 KNN query per
-memory, or, without vectors, FTS5 over shared words confirmed by word overlap (the store's text tier).
+Three ways to find them: blocked matrix products over the stored vectors (default), one KNN query per memory
+(the semantic tier's), or, without vectors, FTS5 over shared words confirmed by word overlap (the text tier).
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Sequence
-
-from subcog_store.db.sqlfiles import q
 
 if TYPE_CHECKING:
     import apsw
@@ -72,18 +70,19 @@ def matrix_pairs(vectors: "np.ndarray", threshold: float, k: int, tick: Tick) ->
 
 def vec0_pairs(con: "apsw.Connection", vectors: "np.ndarray", seqs: Sequence[int], namespace: str, domain: str,
                threshold: float, k: int, tick: Tick) -> list[Pair]:
-    """The same pairs by one vec0 KNN query per memory (exact, brute force inside sqlite-vec)."""
+    """The same pairs by one KNN query per memory (the semantic tier's, db/knn.py: exact above the threshold)."""
     import numpy as np
+
+    from subcog_store.db import knn
 
     index = {s: i for i, s in enumerate(seqs)}
     found: dict[tuple[int, int], float] = {}
     for i, vector in enumerate(vectors):
-        rows = con.execute(q("knn_seqs"), {"embedding": np.asarray(vector, dtype=np.float32).tobytes(), "k": k + 1,
-                                           "namespace": namespace, "domain": domain})
-        for seq, sim in rows:
-            j = index.get(seq)
-            if j is not None and j != i and sim >= threshold:
-                found[(min(i, j), max(i, j))] = sim
+        hits, _ = knn.nearest(con, np.asarray(vector, dtype=np.float32), namespace, domain, k + 1, threshold)
+        for hit in hits:
+            j = index.get(hit.seq)
+            if j is not None and j != i and hit.similarity >= threshold:
+                found[(min(i, j), max(i, j))] = hit.similarity
         tick(i + 1, len(vectors))
     return [(a, b, s) for (a, b), s in found.items()]
 

@@ -136,7 +136,7 @@ def insert(con: "apsw.Connection", *, memory_id: str, domain: str, namespace: st
         "tags": json.dumps(tags), "source": source, "session_id": session_id, "created_at": created_at,
         "now": now}).fetchone()
     if vector is not None:
-        con.execute(q("insert_vector"), {"seq": seq, "namespace": namespace, "domain": domain, "embedding": vector})
+        add_vector(con, seq, namespace, domain, vector)
     con.execute(q("insert_recent_capture"), {"content_hash": stored_hash, "memory_id": memory_id,
                                              "namespace": namespace, "domain": domain, "captured_at": captured_at})
     return seq, stored_hash
@@ -144,9 +144,30 @@ def insert(con: "apsw.Connection", *, memory_id: str, domain: str, namespace: st
 
 def set_vector(con: "apsw.Connection", seq: int, namespace: str, domain: str, vector: bytes | None) -> None:
     """Replace a memory's searchable vector (None: out of vector search)."""
-    con.execute(q("delete_vector"), {"seq": seq})
+    _delete_vector(con, seq)
     if vector is not None:
-        con.execute(q("insert_vector"), {"seq": seq, "namespace": namespace, "domain": domain, "embedding": vector})
+        add_vector(con, seq, namespace, domain, vector)
+
+
+def add_vector(con: "apsw.Connection", seq: int, namespace: str, domain: str, vector: bytes) -> None:
+    """Make a memory searchable: its float vector and the sign bits derived from it."""
+    params = {"seq": seq, "namespace": namespace, "domain": domain, "embedding": vector}
+    con.execute(q("insert_vector"), params)
+    con.execute(q("insert_bits"), params)
+
+
+def rebuild_bits(con: "apsw.Connection", seq: int) -> None:
+    """Derive a memory's sign bits again from its vector (none when it has no vector)."""
+    con.execute(q("delete_bits"), {"seq": seq})
+    found = con.execute(q("vector_scope_of"), {"seq": seq}).fetchone()
+    if found:
+        con.execute(q("insert_bits"), {"seq": seq, "namespace": found[0], "domain": found[1],
+                                       "embedding": found[2]})
+
+
+def _delete_vector(con: "apsw.Connection", seq: int) -> None:
+    con.execute(q("delete_vector"), {"seq": seq})
+    con.execute(q("delete_bits"), {"seq": seq})
 
 
 def retire(con: "apsw.Connection", memory_id: str, status: str, now: str, successor_id: str | None = None
@@ -155,7 +176,7 @@ def retire(con: "apsw.Connection", memory_id: str, status: str, now: str, succes
     before = snapshot(con, memory_id)
     if before.vector is not None:
         con.execute(q("park_vector"), {"seq": before.row["seq"], "embedding": before.vector})
-        con.execute(q("delete_vector"), {"seq": before.row["seq"]})
+        _delete_vector(con, before.row["seq"])
     con.execute(q("set_memory_status"), {"id": memory_id, "status": status, "successor_id": successor_id,
                                          "now": now})
     return before
@@ -195,6 +216,7 @@ def move(con: "apsw.Connection", memory_id: str, domain: str, now: str) -> Snaps
     before = snapshot(con, memory_id)
     con.execute(q("move_memory"), {"id": memory_id, "domain": domain, "now": now})
     con.execute(q("move_vector"), {"seq": before.row["seq"], "domain": domain})
+    con.execute(q("move_bits"), {"seq": before.row["seq"], "domain": domain})
     con.execute(q("move_recent_captures"), {"id": memory_id, "domain": domain})
     return before
 
@@ -208,7 +230,7 @@ def hard_delete(con: "apsw.Connection", memory_id: str) -> list[Snapshot]:
     snap = snapshot(con, memory_id)
     deleted.append(snap)
     con.execute(q("delete_recent_captures_of"), {"id": memory_id})
-    con.execute(q("delete_vector"), {"seq": snap.row["seq"]})
+    _delete_vector(con, snap.row["seq"])
     con.execute(q("delete_memory"), {"id": memory_id})
     return deleted
 

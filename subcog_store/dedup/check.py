@@ -9,6 +9,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Callable
 
+from subcog_store.db import knn
 from subcog_store.db.connection import dict_row, read_snapshot
 from subcog_store.db.memories import urn
 from subcog_store.db.sqlfiles import q
@@ -70,6 +71,7 @@ class CheckResult:
     captured_seconds_ago: float | None = None
     threshold: float | None = None
     enabled: bool = True
+    knn: str | None = None             # how the semantic neighbours were found (db/knn.py)
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -92,10 +94,10 @@ def exact_tier(con: "apsw.Connection", content_hash: str, namespace: str, domain
 
 
 def semantic_neighbours(con: "apsw.Connection", vector: "np.ndarray", namespace: str, domain: str,
-                        k: int = NEIGHBOURS) -> list[Neighbour]:
-    rows = con.execute(q("find_semantic_neighbours"), {
-        "embedding": vector.astype("float32").tobytes(), "k": k, "namespace": namespace, "domain": domain})
-    return [Neighbour(memory_id, content, float(sim)) for memory_id, content, sim in rows]
+                        floor: float, k: int = NEIGHBOURS) -> tuple[list[Neighbour], str]:
+    """The k nearest, exact for every neighbour at or above `floor` (db/knn.py); and how they were found."""
+    hits, how = knn.nearest(con, vector, namespace, domain, k, floor)
+    return [Neighbour(h.memory_id, h.content, h.similarity) for h in hits], how
 
 
 def text_neighbours(con: "apsw.Connection", content: str, namespace: str, domain: str,
@@ -181,7 +183,7 @@ def run_check(con: "apsw.Connection", inputs: CheckInputs, settings: "Settings",
         vector = embed(inputs.content, inputs.content_hash) if settings.dedup_semantic_enabled else None
         if vector is not None:
             method, threshold = "embedding", result.threshold
-            result.neighbours = semantic_neighbours(con, vector, *scope)
+            result.neighbours, result.knn = semantic_neighbours(con, vector, *scope, guard_floor(result, settings))
         else:
             method, threshold = "text", float(settings.dedup_text_threshold)
             result.tiers_run[-1] = "semantic:text"

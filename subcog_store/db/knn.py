@@ -1,0 +1,87 @@
+"""The semantic KNN: sign-bit candidates re-scored exactly, complete for every neighbour at or above a floor.
+
+`memory_bits` holds one sign bit per dimension of each searchable vector. Two unit vectors at cosine c disagree
+on a sign bit with probability angle/pi under the sign-random-projection model, so over 384 bits the Hamming
+distance of a pair at cosine >= c exceeds `hamming_bound(c)` with probability below TAIL. The nearest
+candidates by Hamming distance are re-scored with their float vectors; when they cannot be shown to hold the
+exact k nearest among the neighbours at or above the floor, a second, wider pass runs, and after it the float
+scan (the exact brute force). bench/bench_knn.py measures both against numpy brute force on the bench corpus.
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import TYPE_CHECKING, NamedTuple
+
+import apsw
+
+from subcog_store.db.sqlfiles import q
+
+if TYPE_CHECKING:
+    import numpy as np
+
+BITS = 384
+TAIL = 1e-9          # per-pair probability that a neighbour at the floor lies beyond the Hamming bound
+FIRST = 256          # candidates of the first pass
+CAP = 4096           # candidates of the second pass (vec0's largest k)
+_GRID = 1000         # cosines are rounded down to 0.001 before the bound is looked up
+
+
+class Hit(NamedTuple):
+    memory_id: str
+    content: str
+    similarity: float
+    seq: int
+
+
+@lru_cache(maxsize=256)
+def _bound_at(grid: int) -> int:
+    """Smallest H with P(X > H) <= TAIL for X ~ Binomial(BITS, angle/pi), angle = acos(grid / _GRID)."""
+    p = math.acos(grid / _GRID) / math.pi
+    if p <= 0.0:
+        return 0
+    tail = 0.0
+    for h in range(BITS, -1, -1):
+        if tail > TAIL:
+            return h + 1
+        tail += math.exp(math.lgamma(BITS + 1) - math.lgamma(h + 1) - math.lgamma(BITS - h + 1)
+                         + h * math.log(p) + (BITS - h) * math.log1p(-p))
+    return 0
+
+
+def hamming_bound(cos: float) -> int:
+    """The most sign bits two unit vectors at cosine >= `cos` may disagree on (capped at cosine 0.999: two
+    vectors at cosine 1.0 in float32 may still differ in a sign bit)."""
+    return _bound_at(max(0, min(_GRID - 1, math.floor(cos * _GRID))))
+
+
+def nearest(con: apsw.Connection, vector: "np.ndarray", namespace: str, domain: str, k: int,
+            floor: float) -> tuple[list[Hit], str]:
+    """The k nearest active memories of a scope, exact for every neighbour at or above `floor`, nearest first;
+    and how the answer was reached: complete (every candidate re-scored), proved (no vector left out can beat
+    the k-th), second pass, float scan (the brute force), or float scan (no bits) on a store without them."""
+    params = {"embedding": vector.astype("float32").tobytes(), "namespace": namespace, "domain": domain, "k": k}
+    try:
+        rows = con.execute(q("find_semantic_candidates"),
+                           params | {"candidates": FIRST, "max_hamming": BITS}).fetchall()
+    except apsw.SQLError:   # a store opened read-only before migration 008: the float scan still answers
+        return _float_scan(con, params), "float scan (no bits)"
+    if not rows or rows[0][3] < FIRST:
+        return _hits(rows), "complete"
+    kth = max(floor, rows[k - 1][2] if len(rows) >= k else floor)
+    if rows[0][4] > hamming_bound(kth):
+        return _hits(rows), "proved"
+    wider = con.execute(q("find_semantic_candidates"),
+                        params | {"candidates": CAP, "max_hamming": hamming_bound(kth)}).fetchall()
+    if not wider or wider[0][3] < CAP:
+        both = {hit.seq: hit for hit in _hits(rows) + _hits(wider)}
+        return sorted(both.values(), key=lambda hit: -hit.similarity)[:k], "second pass"
+    return _float_scan(con, params), "float scan"
+
+
+def _hits(rows: list) -> list[Hit]:
+    return [Hit(r[0], r[1], float(r[2]), r[5]) for r in rows]
+
+
+def _float_scan(con: apsw.Connection, params: dict) -> list[Hit]:
+    return [Hit(r[0], r[1], float(r[2]), r[3]) for r in con.execute(q("find_semantic_neighbours"), params)]
