@@ -136,7 +136,8 @@ def build_store(size: int, path: Path) -> dict:
             at = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(base + n * 60))
             seq, _ = store.con.execute(q("insert_memory"), {
                 "id": f"{n + 1:012x}", "domain": "project", "namespace": ns, "content": text, "importance": imp,
-                "tags": json.dumps([kind]), "source": "bench", "session_id": None, "now": at}).fetchone()
+                "tags": json.dumps([kind]), "source": "bench", "session_id": None, "created_at": at,
+                "now": at}).fetchone()
             add_vector(store.con, seq, ns, "project", np.ascontiguousarray(vectors[n]).tobytes())
     store.close()
     truth = [[f"{r + 1:012x}" for r in g] for g in data["clusters"]]

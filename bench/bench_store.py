@@ -129,7 +129,7 @@ def build_store(path: Path, sentences: list[str], vectors: np.ndarray) -> dict:
             stamp = iso(now - (len(sentences) - i) * 60)
             seq, _ = con.execute(insert_memory, {
                 "id": memory_id(i), "domain": DOMAIN, "namespace": NAMESPACE, "content": text, "importance": 0.5,
-                "tags": "[]", "source": "bench", "session_id": None, "now": stamp}).fetchone()
+                "tags": "[]", "source": "bench", "session_id": None, "created_at": stamp, "now": stamp}).fetchone()
             add_vector(con, seq, NAMESPACE, DOMAIN, vectors[i].tobytes())
     seconds = time.perf_counter() - t0
     con.execute("pragma wal_checkpoint(truncate)")

@@ -57,13 +57,17 @@ def hamming_bound(cos: float) -> int:
 
 def nearest(con: apsw.Connection, vector: "np.ndarray", namespace: str, domain: str, k: int,
             floor: float) -> tuple[list[Hit], str]:
-    """The k nearest active memories of a scope, exact for every neighbour at or above `floor`, nearest first;
-    and how the answer was reached: complete (every candidate re-scored), proved (no vector left out can beat
-    the k-th), second pass, float scan (the brute force), or float scan (no bits) on a store without them."""
+    """The k nearest active memories of a scope at or above `floor`, exact, nearest first (a nearer one below the
+    floor is included when it was a candidate); and how the answer was reached: complete (every vector within
+    the floor's Hamming bound re-scored), proved (no vector left out can beat the k-th), second pass, float
+    scan (the brute force), or float scan (no bits) on a store without them.
+
+    The Hamming bound also bounds the scan: vec0 keeps only rows within it, and the cost of its top-k
+    selection grows with k times the rows kept (k=256 over 10k unbounded rows: 6 ms; bounded: 0.4 ms)."""
     params = {"embedding": vector.astype("float32").tobytes(), "namespace": namespace, "domain": domain, "k": k}
     try:
         rows = con.execute(q("find_semantic_candidates"),
-                           params | {"candidates": FIRST, "max_hamming": BITS}).fetchall()
+                           params | {"candidates": FIRST, "max_hamming": hamming_bound(floor)}).fetchall()
     except apsw.SQLError:   # a store opened read-only before migration 008: the float scan still answers
         return _float_scan(con, params), "float scan (no bits)"
     if not rows or rows[0][3] < FIRST:

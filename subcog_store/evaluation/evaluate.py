@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Iterable
 from subcog_store.evaluation.pairs import LabeledPair
 
 if TYPE_CHECKING:
+    from subcog_store.dedup.check import CheckResult
     from subcog_store.model.embedder import Embedder
+    from subcog_store.store import Store
 
 THRESHOLDS = (0.80, 0.82, 0.84, 0.86, 0.88, 0.90, 0.92, 0.94, 0.96, 0.98)
 
@@ -69,8 +71,7 @@ def evaluate(pairs: Iterable[LabeledPair], namespace: str = "context", embedder:
         store.capture(pair.a, ns, domain, source="eval-pairs")
         result = store.check_duplicate(pair.b, ns, domain, log_check=False)
         current.add(result.is_duplicate, pair.label)
-        similarity = result.similarity_score if result.is_duplicate else \
-            max((n.similarity for n in result.neighbours), default=0.0)
+        similarity = result.similarity_score if result.is_duplicate else pair_similarity(store, pair, result)
         verdict = judge(pair.a, pair.b, similarity, store.phrase_similarity())
         rows.append((similarity, verdict.changed_fact is not None, verdict.agrees, pair.label))
     table = []
@@ -86,6 +87,16 @@ def evaluate(pairs: Iterable[LabeledPair], namespace: str = "context", embedder:
         float(store.settings.dedup_text_threshold)
     store.close()
     return EvalReport(current, default_ns, threshold, method, table)
+
+
+def pair_similarity(store: "Store", pair: LabeledPair, result: "CheckResult") -> float:
+    """The pair's cosine when the semantic tier embedded (the KNN reports only neighbours near its floor; the
+    curve needs every threshold); else the text tier's best neighbour, or 0 when the tier was skipped."""
+    if "semantic" in result.tiers_run:
+        a, b = store.embed(pair.a), store.embed(pair.b)
+        if a is not None and b is not None:
+            return float(a @ b)
+    return max((n.similarity for n in result.neighbours), default=0.0)
 
 
 def format_report(report: EvalReport) -> str:
