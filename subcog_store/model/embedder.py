@@ -17,10 +17,11 @@ if TYPE_CHECKING:
 DIMENSIONS = 384
 MAX_TOKENS = 256
 BATCH_SIZE = 32
-# The session's threading, in one place (issue #13; bench/bench_onnx_threads.py measures the choices on a busy
-# machine). One intra-op thread without spinning: a hook shares two cores with everything else, and spinning
-# threads burn a core waiting for work.
-INTRA_OP_THREADS = 1
+# The session's threading, in one place, chosen by bench/bench_onnx_threads.py (bench/RESULTS.md): two intra-op
+# threads that do not spin. On the idle 2-core machine they embed as fast as onnxruntime's default (a batch of 20
+# in 63 against 61 ms; one thread takes 111); beside two CPU-bound processes spinning threads burn a core waiting
+# for work, and these take 122-131 ms a batch against the default's 161.
+INTRA_OP_THREADS = 2
 INTER_OP_THREADS = 1
 ALLOW_SPINNING = False
 
