@@ -360,6 +360,21 @@ def test_the_warm_path_imports_only_the_thin_client(rt):
     assert not modules & heavy, modules & heavy
 
 
+def test_the_in_process_repeat_path_loads_neither_numpy_nor_the_model(rt):
+    """Without a worker, a transcript whose candidates are all stored already is answered by the exact tier."""
+    env = rt.with_env(SUBCOG_WORKER_ENABLED="false")
+    db = rt.tmp / "s.db"
+    output(hook(env, db, payload(sample(rt.tmp, "session-a"))))
+    code = ("import sys; from subcog_store.cli.main import main; sys.argv = ['subcog-store'] + sys.argv[1:]; "
+            "main(); print(' '.join(sorted(sys.modules)), file=sys.stderr)")
+    again = payload(sample(rt.tmp, "session-a"), session="again")  # a new session: the transcript is read anew
+    proc = subprocess.run([sys.executable, "-c", code, "--db", str(db), "hook", "pre-compact"], input=again,
+                          capture_output=True, env=env, timeout=60)
+    assert b"skipped 8 duplicates" in proc.stdout, proc.stdout
+    modules = set(proc.stderr.decode().split())
+    assert "subcog_store.store" in modules and not modules & {"numpy", "onnxruntime", "tokenizers"}
+
+
 # -- faults -------------------------------------------------------------------------------------------------------
 def test_a_stale_socket_is_replaced(rt):
     os.makedirs(rt.paths.dir, mode=0o700, exist_ok=True)

@@ -114,12 +114,11 @@ class _Kept:
         self.groups: dict[tuple[str, str], tuple[list[Outcome], list]] = {}
 
     def judge(self, outcome: Outcome) -> None:
-        import numpy as np
-
         p = outcome.prepared
         vector = self.store.cached_vector(p.content_hash) if needs_length(self.store, outcome) else None
-        if vector is None:
+        if vector is None:  # not embedded (an exact repeat, or no model): numpy is not even imported
             return
+        import numpy as np
         members, box = self.groups.setdefault((p.domain, p.namespace), ([], [np.zeros((64, len(vector)),
                                                                                          dtype=np.float32)]))
         matrix = box[0]
