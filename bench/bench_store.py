@@ -29,6 +29,9 @@ import os
 # bench.run_all sets the same).
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
+# In-process figures embed in this process (the library's own Embedder, as before the warm worker existed); the
+# cold `check` is also timed with the worker serving (the CLI's default), in its own row.
+os.environ["SUBCOG_WORKER_ENABLED"] = "false"
 import platform  # noqa: E402
 import random  # noqa: E402
 import subprocess  # noqa: E402
@@ -279,12 +282,13 @@ def cli() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "subcog_store"]
 
 
-def wall_runs(cmd: list[str], runs: int, warmup: int = 2) -> tuple[list[float], str]:
+def wall_runs(cmd: list[str], runs: int, warmup: int = 2, env: dict[str, str] | None = None
+              ) -> tuple[list[float], str]:
     out = ""
     times = []
     for i in range(warmup + runs):
         t0 = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
         ms = (time.perf_counter() - t0) * 1000
         if proc.returncode != 0:
             raise RuntimeError(f"{cmd[:4]}... exited {proc.returncode}: {proc.stderr.strip()[:300]}")
@@ -316,6 +320,13 @@ def measure_cold(n: int, corpus: corpus_mod.Corpus, cfg: argparse.Namespace) -> 
     res["semantic_ms"], out = wall_runs(cli() + ["--db", str(path), "check", "-n", NAMESPACE, semantic_text],
                                         max(3, cfg.cold_runs // 3) if cfg.quick else cfg.cold_runs, warmup=1)
     res["semantic_output"] = out[:160]
+    run_dir = OUT / "bench-store-run"   # the worker's socket directory: this bench's own worker, stopped after
+    run_dir.mkdir(mode=0o700, exist_ok=True)
+    worker = dict(os.environ, SUBCOG_WORKER_ENABLED="true", XDG_RUNTIME_DIR=str(run_dir))
+    res["worker_semantic_ms"], _ = wall_runs(cli() + ["--db", str(path), "check", "-n", NAMESPACE, semantic_text],
+                                             max(3, cfg.cold_runs // 3) if cfg.quick else cfg.cold_runs, warmup=2,
+                                             env=worker)
+    subprocess.run(cli() + ["worker", "stop"], capture_output=True, env=worker, timeout=60)
     probe = {}
     for name, text in (("exact", exact_text), ("semantic", semantic_text)):
         _, out = wall_runs([sys.executable, "-c", PROBE, str(path), text], 1, warmup=0)
@@ -423,6 +434,8 @@ def report(info: dict, emb: dict, results: list[dict], cold: dict[int, dict], ba
     row("cold `subcog-store check`, exact hit (wall)", lambda r: p50_95(cold[r["n"]]["exact_ms"]))
     row("cold `subcog-store check`, semantic tier (wall, loads model)",
         lambda r: p50_95(cold[r["n"]]["semantic_ms"]))
+    row("cold `subcog-store check`, semantic tier, the warm worker embedding (the CLI's default)",
+        lambda r: p50_95(cold[r["n"]]["worker_semantic_ms"]))
     row("cold exact check imports onnxruntime / numpy?",
         lambda r: "{} / {}".format(*("yes" if cold[r["n"]]["probe"]["exact"][m] else "no"
                                      for m in ("onnxruntime", "numpy"))))

@@ -72,14 +72,14 @@ def schema_hash() -> str:
     return h.hexdigest()[:12]
 
 
-def build(n: int, sentences: list[str], vectors: np.ndarray) -> Path:
-    """The cached n-memory store (built when missing): one transaction through the store's SQL."""
+def build(n: int, sentences: list[str], vectors: np.ndarray, domain: str = DOMAIN) -> Path:
+    """The cached n-memory store of `domain` (built when missing): one transaction through the store's SQL."""
     from subcog_store.clock import iso
     from subcog_store.db.connection import connect, immediate
     from subcog_store.db.memories import add_vector
     from subcog_store.db.sqlfiles import q
 
-    h = hashlib.sha256(f"{BUILD_VERSION}:{schema_hash()}:{n}".encode())
+    h = hashlib.sha256(f"{BUILD_VERSION}:{schema_hash()}:{n}".encode() + (b"" if domain == DOMAIN else domain.encode()))
     for text in sentences[:n]:
         h.update(text.encode() + b"\n")
     path = OUT / f"recall-latency-{n}-{h.hexdigest()[:12]}.db"
@@ -95,10 +95,10 @@ def build(n: int, sentences: list[str], vectors: np.ndarray) -> Path:
             ns = NAMESPACES[i % len(NAMESPACES)]
             stamp = iso(now - SPAN_DAYS * 86400 * (n - i) / n)
             seq, _ = con.execute(q("insert_memory"), {
-                "id": f"{i:012x}", "domain": DOMAIN, "namespace": ns, "content": text,
+                "id": f"{i:012x}", "domain": domain, "namespace": ns, "content": text,
                 "importance": 0.7 if i % 10 == 0 else 0.5, "tags": "[]", "source": "bench", "session_id": None,
                 "created_at": stamp, "now": stamp}).fetchone()
-            add_vector(con, seq, ns, DOMAIN, vectors[i].tobytes())
+            add_vector(con, seq, ns, domain, vectors[i].tobytes())
     con.execute("pragma wal_checkpoint(truncate)")
     con.close()
     tmp.rename(path)

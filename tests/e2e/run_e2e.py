@@ -43,6 +43,7 @@ FAKE_API = os.path.join(HERE, "fake_api.py")
 PACKAGE, VERSION = "@anthropic-ai/claude-code-linux-x64", "2.1.328"
 DUMMY_KEY = "sk-ant-api03-offline-dummy-key-for-subcog-e2e-000000"
 SKIP = 77
+STORE_SIZE = 0   # --store-size: memories the main scenario starts from
 
 # What the hooks put in front of the model (subcog_store.hook.recall_hooks, subcog_store.recall.inject).
 REPORT_MARK = "subcog memory report from before this compaction"
@@ -357,6 +358,20 @@ class Project:
             "SUBCOG_DB": self.db, "TERM": "dumb",
         })
         return env
+
+    def prefill(self, size: int) -> str:
+        """Start from a store of `size` memories of this project's domain (bench/corpus.py's sentences and cached
+        embeddings, built once by bench/recall/bench_recall_latency.py), so the hooks are timed at that size."""
+        domain = subprocess.run([self.subcog, "domain", "--cwd", self.proj], env=self.env(), capture_output=True,
+                                text=True, timeout=60).stdout.strip()
+        sys.path.insert(0, CHECKOUT)
+        from bench import corpus as corpus_mod
+        from bench.recall.bench_recall_latency import build
+
+        corpus = corpus_mod.build(max(100_000, size))
+        vectors, _, _ = corpus_mod.embeddings(corpus, size, log=lambda *a, **k: None)
+        shutil.copyfile(build(size, corpus.sentences, vectors, domain=domain), self.db)
+        return f"{size} memories of domain {domain} in {self.db}"
 
     def setup(self) -> str:
         self.api.start()
@@ -794,6 +809,8 @@ def scenario_main(root: str, claude: str, r: Results) -> tuple[Project, list[str
     p = Project(root, "main", claude, SCRIPT)
     logs: list[str] = []
     try:
+        if STORE_SIZE:
+            r.info("store", p.prefill(STORE_SIZE))
         r.info("install-hooks", p.setup())
         check_registration(r, p)
 
@@ -1000,7 +1017,11 @@ def main(argv=None) -> int:
     ap.add_argument("--workdir", help="where to put this run's files (kept)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
     ap.add_argument("--only", choices=("main", "negative"), action="append")
+    ap.add_argument("--store-size", type=int, default=0,
+                    help="start the main scenario from a store of this many memories of the project (hook timings)")
     args = ap.parse_args(argv)
+    global STORE_SIZE
+    STORE_SIZE = args.store_size
     t0 = time.time()
     subcog = os.path.join(CHECKOUT, ".venv", "bin", "subcog-store")
     if not os.access(subcog, os.X_OK):
