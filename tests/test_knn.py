@@ -122,3 +122,20 @@ def test_hamming_bound_grows_as_the_floor_falls() -> None:
     bounds = [knn.hamming_bound(c) for c in (0.999, 0.95, 0.90, 0.85, 0.5)]
     assert bounds == sorted(bounds) and 0 < bounds[0] < bounds[-1] <= knn.BITS
     assert knn.hamming_bound(1.0) == knn.hamming_bound(0.999)
+
+
+def test_a_store_without_sign_bits_is_searched_by_the_float_scan(tmp_path) -> None:
+    """A store of version 7 opened without migrating (read-only) has no memory_bits: the float scan answers."""
+    from subcog_store.db import connection as db
+
+    con = db.connect(tmp_path / "v7.db", migrate=False)
+    db.migrate_to_latest(con, target=7)
+    vectors = clustered(3, seed=7)
+    for i, vector in enumerate(vectors):
+        seq = con.execute("insert into memories (id, domain, namespace, content, created_at, updated_at) values "
+                          "(?, 'project', 'decisions', ?, '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z') "
+                          "returning seq", (f"{i:012x}", f"memory {i}")).fetchone()[0]
+        con.execute("insert into memory_vectors (memory_seq, namespace, domain, embedding) values (?, 'decisions', "
+                    "'project', ?)", (seq, vector.tobytes()))
+    hits, how = knn.nearest(con, vectors[1], "decisions", "project", 5, FLOOR)
+    assert how == "float scan (no bits)" and hits[0].memory_id == f"{1:012x}"
