@@ -952,9 +952,11 @@ def machine() -> dict[str, str]:
         mem = f"{int(Path('/proc/meminfo').read_text().split()[1]) >> 20} GiB"
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
                             ).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", "subcog_store", "sql", "bench/torture.py"],
+                           cwd=REPO, capture_output=True, text=True).stdout.strip()
     return {"cpu": f"{cpu} ({os.cpu_count()} cores)", "memory": mem, "os": f"{platform.system()} {platform.release()}",
             "python": platform.python_version(), "sqlite": apsw.sqlite_lib_version(),
-            "apsw": apsw.apsw_version(), "commit": f"{commit} (with uncommitted changes of the day)"}
+            "apsw": apsw.apsw_version(), "commit": commit + (" (with uncommitted changes)" if dirty else "")}
 
 
 def table(tallies: list[Tally]) -> str:
