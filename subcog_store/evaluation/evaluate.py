@@ -112,6 +112,6 @@ def format_report(report: EvalReport) -> str:
     for row in report.table:
         lines.append(f"| {row['threshold']:.2f} | {cell(row['plain'])} | {cell(row['guard'])} | "
                      f"{cell(row['guard_support'])} |")
-    lines.append("(similarity: each pair's best neighbour in its scope; the last column is the rule the store "
-                 "applies; the lines above the table are the full check with the current settings)")
+    lines.append("(similarity: the pair's cosine, or its word overlap without the model; the last column is the rule "
+                 "the store applies; the lines above the table are the full check with the current settings)")
     return "\n".join(lines)
