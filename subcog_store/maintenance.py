@@ -1,7 +1,10 @@
-"""Maintenance: embed memories that lack a vector, forget a memory, move memories between domains."""
+"""Maintenance: embed memories that lack a vector, forget a memory, move memories between domains, redact secrets
+stored before a rule existed."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+import apsw
 
 from subcog_store.db import memories as writer
 from subcog_store.db.connection import immediate
@@ -80,3 +83,113 @@ def move_domain(store: "Store", source: str, target: str) -> dict:
                                                                        f"there as {owner}" if owner else "")))
             moved += 1
     return {"source": source, "target": target, "moved": moved, "merged": merged}
+
+
+TEXT_KEYS = frozenset({"content", "new_content", "matched_content", "text"})  # where logged JSON holds texts
+
+
+def redact_store(store: "Store", dry_run: bool = False) -> dict:
+    """Apply the current secret rules to everything stored: memory texts (a text that becomes the same as another
+    active memory of its scope is merged into it), the decision log with its undo snapshots, and hook run
+    reports; then purge the full-text index and rewrite the file, so no replaced secret stays in its pages.
+    Each changed memory gets a `redacted` decision (confirmed, with no undo: reversing would restore the secret).
+    Returns the counts."""
+    from subcog_store.text.normalize import content_hash
+    from subcog_store.text.redact import redact
+
+    counts = {"secrets": 0, "memories": 0, "merged": 0, "decisions": 0, "hook_runs": 0, "dry_run": dry_run}
+    con = store.con
+    for memory_id, content, _ in con.execute(q("all_hashes")).fetchall():
+        text, n = redact(content)
+        if not n:
+            continue
+        counts["secrets"] += n
+        counts["memories"] += 1
+        if not dry_run:
+            counts["merged"] += _redact_memory(store, memory_id, text, content_hash(text), n)
+    for decision_id, new_content, matched_content, reasoning, undo in con.execute(q("decision_texts")).fetchall():
+        texts = [_redact_text(new_content), _redact_text(matched_content), _redact_text(reasoning),
+                 _redact_json(undo)]
+        if any(n for _, n in texts):
+            counts["decisions"] += 1
+            if not dry_run:
+                with immediate(con):
+                    writer.redact_decision(con, decision_id, *(t for t, _ in texts))
+    for run_id, report in con.execute(q("hook_run_reports")).fetchall():
+        text, n = _redact_json(report)
+        if n:
+            counts["hook_runs"] += 1
+            if not dry_run:
+                with immediate(con):
+                    con.execute(q("redact_hook_run"), {"id": run_id, "report": text})
+    counts["vacuumed"] = False
+    if not dry_run and (counts["memories"] or counts["decisions"] or counts["hook_runs"]):
+        con.execute(q("purge_fts"))
+        try:
+            con.execute(q("vacuum"))
+            con.execute(q("checkpoint_truncate"))
+            counts["vacuumed"] = True
+        except apsw.BusyError:  # another process holds the file: the texts are replaced, free pages may remain
+            pass
+    return counts
+
+
+def _redact_memory(store: "Store", memory_id: str, text: str, new_hash: str, secrets: int) -> int:
+    """Replace one memory's text; returns 1 when it merged into an identical active memory of its scope."""
+    now = iso(store.clock())
+    vector = store.embed(text, new_hash) if store.embedder is not None else None
+    with immediate(store.con):
+        memory = writer.get(store.con, memory_id)
+        owner = writer.active_owner(store.con, memory.domain, memory.namespace, new_hash) \
+            if memory.status == "active" else None
+        if owner == memory.id:
+            owner = None
+        if owner:
+            writer.retire(store.con, memory.id, "merged", now, successor_id=owner)
+        old = writer.get(store.con, memory.id)
+        blob = vector.tobytes() if vector is not None else \
+            (store.con.execute(q("select_vector"), {"seq": memory.seq}).fetchone() or [None])[0]
+        writer.rewrite(store.con, old, content=text, importance=old.importance, tags=old.tags,
+                       created_at=old.created_at, now=now, vector=blob if old.status == "active" else None)
+        writer.log_decision(store.con, writer.Decision(
+            decided_at=now, domain=memory.domain, namespace=memory.namespace, policy="maintenance",
+            decision="redacted", new_content=text, new_hash=new_hash, matched_memory_id=owner,
+            memory_id=memory.id, confirmed=True,
+            reasoning=f"{secrets} secret{'s' if secrets != 1 else ''} redacted by the current rules"
+                      + (f"; the text is now the same as {owner}, so it was merged into it" if owner else "")))
+    return 1 if owner else 0
+
+
+def _redact_text(text: str | None) -> tuple[str | None, int]:
+    if not text:
+        return text, 0
+    from subcog_store.text.redact import redact
+
+    return redact(text)
+
+
+def _redact_json(text: str | None) -> tuple[str | None, int]:
+    """Secrets in the texts of a JSON document (undo snapshots, hook reports): only values under TEXT_KEYS, so
+    ids, hashes and hex vectors are never touched."""
+    import json
+
+    if not text:
+        return text, 0
+    found = [0]
+
+    def walk(value, key=None):
+        if isinstance(value, dict):
+            return {k: walk(v, k) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v, key) for v in value]
+        if key in TEXT_KEYS and isinstance(value, str):
+            cleaned, n = _redact_text(value)
+            found[0] += n
+            return cleaned
+        return value
+
+    try:
+        cleaned = walk(json.loads(text))
+    except ValueError:
+        return _redact_text(text)
+    return (json.dumps(cleaned), found[0]) if found[0] else (text, 0)

@@ -72,6 +72,8 @@ def reverse(store: "Store", decision_id: int, *, batch_only: bool = False) -> Re
     if batch_only and (entry["policy"] != "batch" or entry["decision"] != "merged"):
         raise InvalidInput(f"decision {entry['id']} is not a batch merge ({entry['policy'] or 'no policy'}/"
                            f"{entry['decision']}); only `subcog-store dedup` merges can be unmerged")
+    if entry["decision"] == "redacted":
+        raise InvalidInput(f"decision {entry['id']} is a redaction; reversing it would put the secret back")
     if entry["review_status"] == "reversed":
         if batch_only:
             raise InvalidInput(f"decision {entry['id']} was already reversed")

@@ -210,3 +210,63 @@ def test_outbound_commands_redact(planted, command):
         proc = ok(cli(tmp_path, *args[:1], *([memory_id] if args[0] == "show" else []), *args[1:]))
     assert proc.stdout.strip()
     assert_no_leak(proc.stdout + proc.stderr, command, CANARIES)
+
+
+def test_the_redact_command_clears_the_file(planted):
+    """`redact` applies today's rules to a stored database: afterwards no canary is in the file or its WAL, the
+    memory reads redacted, it is logged with the count, and a second run finds nothing."""
+    tmp_path, memory_id = planted
+    db = tmp_path / "s.db"
+    with pytest.raises(Leak):   # the planted secrets are really in the file
+        assert_no_leak(db.read_bytes() + (Path(f"{db}-wal").read_bytes() if Path(f"{db}-wal").exists() else b""),
+                       "before", CANARIES)
+    dry = json.loads(ok(cli(tmp_path, "redact", "--dry-run", "--json")).stdout)
+    assert dry["memories"] == 1 and dry["secrets"] >= len(CANARIES) and dry["decisions"] >= 1 \
+        and dry["hook_runs"] >= 1
+    done = ok(cli(tmp_path, "redact"))
+    assert f"redacted {dry['secrets']} secrets in 1 memories" in done.stdout.decode() and b"file rewritten" in done.stdout
+    wal = Path(f"{db}-wal")
+    assert_no_leak(db.read_bytes() + (wal.read_bytes() if wal.exists() else b""), "after redact", CANARIES)
+    shown = json.loads(ok(cli(tmp_path, "show", memory_id, "--json")).stdout)
+    assert "[REDACTED]" in shown["content"]
+    con = apsw.Connection(str(db))
+    rows = con.execute("select memory_id, reasoning, review_status, undo from dedup_log "
+                       "where decision = 'redacted'").fetchall()
+    con.close()
+    assert rows == [(memory_id, f"{dry['secrets']} secrets redacted by the current rules", "confirmed", None)]
+    again = json.loads(ok(cli(tmp_path, "redact", "--json")).stdout)
+    assert (again["secrets"], again["memories"], again["decisions"], again["hook_runs"]) == (0, 0, 0, 0)
+    assert "FAIL" not in ok(cli(tmp_path, "doctor")).stdout.decode()
+
+
+def test_redact_merges_texts_that_become_the_same_and_cannot_be_reversed(make_store, tiny_embedder):
+    """Two active memories that differed only in their secret become one text: the later one is merged into the
+    earlier (its scope keeps one active copy); a redaction decision refuses `reverse`."""
+    from subcog_store import review
+    from subcog_store.db import memories as writer
+    from subcog_store.db.connection import immediate
+    from subcog_store.doctor import diagnose
+    from subcog_store.errors import InvalidInput
+    from subcog_store.maintenance import redact_store
+
+    store = make_store(embedder_=tiny_embedder)
+    gitlab = _BY_KIND["gitlab-pat"]
+    texts = [f"Deploys use the GITLAB token {token} with the api scope." for token in
+             (gitlab.secret, gitlab.secret[:-4] + "QzX9")]
+    ids = []
+    with immediate(store.con):   # stored as an older version would have, without redaction
+        for text in texts:
+            ids.append(writer.new_id(store.con))
+            writer.insert(store.con, memory_id=ids[-1], domain="project", namespace="decisions", content=text,
+                          importance=0.5, tags=[], source=None, session_id=None, created_at="2026-01-01T00:00:00Z",
+                          now="2026-01-01T00:00:00Z", captured_at=0.0,
+                          vector=tiny_embedder.embed_batch([text])[0].tobytes())
+    counts = redact_store(store)
+    assert (counts["memories"], counts["merged"], counts["secrets"]) == (2, 1, 2)
+    first, second = store.get(ids[0]), store.get(ids[1])
+    assert first.status == "active" and "[REDACTED]" in first.content and gitlab.secret not in first.content
+    assert (second.status, second.successor_id, second.content) == ("merged", ids[0], first.content)
+    assert all(f.ok for f in diagnose(store.con)), [f for f in diagnose(store.con) if not f.ok]
+    decision_id = store.con.execute("select max(id) from dedup_log where decision = 'redacted'").fetchone()[0]
+    with pytest.raises(InvalidInput, match="redaction"):
+        review.reverse(store, decision_id)

@@ -66,3 +66,18 @@ update dedup_log
 set review_status = :status,
     reviewed_at = :now
 where id = :id;
+
+-- name: decision_texts
+-- The text columns of every decision (redact: secrets in texts logged before a rule existed).
+select id, new_content, matched_content, reasoning, undo
+from dedup_log
+order by id;
+
+-- name: redact_decision
+-- A decision's texts with the secrets replaced (its undo snapshots included).
+update dedup_log
+set new_content = :new_content,
+    matched_content = :matched_content,
+    reasoning = :reasoning,
+    undo = :undo
+where id = :id;

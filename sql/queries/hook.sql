@@ -36,3 +36,15 @@ limit 1;
 -- name: mark_hook_run_delivered
 -- The session-start hook handed this report to the model (it is given once).
 update hook_runs set delivered_at = :now where session_id = :session_id and delivered_at is null;
+
+-- name: hook_run_reports
+-- Every hook run's report (redact: it lists the texts captured and skipped).
+select id, report
+from hook_runs
+order by id;
+
+-- name: redact_hook_run
+-- A hook run's report with the secrets replaced.
+update hook_runs
+set report = :report
+where id = :id;

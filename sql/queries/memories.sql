@@ -190,3 +190,15 @@ from memories
 where domain = :domain
 order by seq;
 
+
+-- name: purge_fts
+-- Merge the full-text index into one segment, so the terms of replaced texts are gone from it, not only marked.
+insert into memories_fts (memories_fts) values ('optimize');
+
+-- name: vacuum
+-- Rewrite the file: pages that held replaced texts are dropped, not left as free pages.
+vacuum;
+
+-- name: checkpoint_truncate
+-- Copy the WAL into the database and empty it.
+pragma wal_checkpoint(truncate);

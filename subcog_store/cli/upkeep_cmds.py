@@ -1,4 +1,4 @@
-"""Upkeep and measurement: doctor, reembed, eval-pairs."""
+"""Upkeep and measurement: doctor, reembed, redact, eval-pairs."""
 from __future__ import annotations
 
 import argparse
@@ -11,6 +11,9 @@ from subcog_store.errors import InvalidInput
 def register(sub, add) -> None:
     add("doctor", "verify the store's invariants (exit 6 when one fails)", cmd_doctor)
     add("reembed", "embed active memories that have no vector (stored while the model was missing)", cmd_reembed)
+    p = add("redact", "apply the current secret rules to everything stored (memories, decision log, hook runs)",
+            cmd_redact)
+    p.add_argument("--dry-run", action="store_true", help="count what would change; change nothing")
     p = add("eval-pairs", "measure the duplicate check on labeled pairs (in a throw-away store)", cmd_eval_pairs)
     p.add_argument("file")
     p.add_argument("--format", choices=("mrpc", "sts", "jsonl"), required=True, dest="pairs_format")
@@ -36,6 +39,21 @@ def cmd_reembed(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         count = reembed(store)
         emit(args, {"embedded": count}, f"embedded {count} memories that had no vector")
+    return 0
+
+
+def cmd_redact(args: argparse.Namespace) -> int:
+    from subcog_store.maintenance import redact_store
+
+    with open_store(args) as store:
+        c = redact_store(store, dry_run=args.dry_run)
+    verb = "would redact" if c["dry_run"] else "redacted"
+    text = (f"{verb} {c['secrets']} secret{'' if c['secrets'] == 1 else 's'} in {c['memories']} memories "
+            f"({c['merged']} merged into an identical memory), {c['decisions']} logged decisions and "
+            f"{c['hook_runs']} hook run reports")
+    if not c["dry_run"] and (c["memories"] or c["decisions"] or c["hook_runs"]):
+        text += "; file rewritten" if c["vacuumed"] else "; the file could not be rewritten now (in use): run again"
+    emit(args, c, text)
     return 0
 
 

@@ -334,6 +334,13 @@ def log_decision(con: "apsw.Connection", d: Decision) -> int:
     return decision_id
 
 
+def redact_decision(con: "apsw.Connection", decision_id: int, new_content: str | None, matched_content: str | None,
+                    reasoning: str | None, undo: str | None) -> None:
+    """A logged decision's texts (and undo snapshots) with secrets replaced (the `redact` command)."""
+    con.execute(q("redact_decision"), {"id": decision_id, "new_content": new_content,
+                                       "matched_content": matched_content, "reasoning": reasoning, "undo": undo})
+
+
 def set_review_status(con: "apsw.Connection", decision_id: int, status: str, now: str) -> None:
     con.execute(q("set_review_status"), {"id": decision_id, "status": status, "now": now})
 
