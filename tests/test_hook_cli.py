@@ -517,3 +517,39 @@ def test_install_hooks_refuses_invalid_json(tmp_path):
     assert "not valid JSON" in proc.stderr and "Traceback" not in proc.stderr
     assert settings_file.read_bytes() == b'{"hooks": {,}'
     assert sorted(p.name for p in (project / ".claude").iterdir()) == ["settings.json"]
+
+
+def end_payload(path: Path | str | None, session: str = "sess-cli") -> bytes:
+    return payload(path, session, hook_event_name="SessionEnd", reason="exit")
+
+
+def test_session_end_captures_from_where_pre_compact_stopped(tmp_path):
+    """Pre-compact, then more of the session, then its end: only the new lines are captured, once."""
+    db = tmp_path / "s.db"
+    transcript = copy_sample(tmp_path, "session-a")
+    accepted(hook(tmp_path, db, payload(transcript)))
+    before = count_memories(db)
+    with transcript.open("ab") as f:
+        f.write(assistant("Decision: the nightly export job runs at 03:15 UTC, because the database backup "
+                          "finishes at 03:00 and the export reads the replica."))
+    for _ in range(2):   # the second end finds nothing new
+        end = hook(tmp_path, db, end_payload(transcript), sub="session-end")
+        assert end.returncode == 0 and end.stderr == b"" and problems("SessionEnd", end.stdout.decode()) == []
+        assert count_memories(db) == before + 1
+    assert_log_clean(tmp_path)
+
+
+@pytest.mark.parametrize("case", ["missing", "torn", "empty payload"])
+def test_session_end_with_a_missing_or_torn_transcript(tmp_path, case):
+    db = tmp_path / "s.db"
+    transcript = tmp_path / "t.jsonl"
+    if case == "torn":
+        transcript.write_bytes(assistant("Decision: we keep the audit log for 400 days because of the contract.")
+                               + b'{"type": "assistant", "message": {"content": [{"type": "te')
+    stdin = b"" if case == "empty payload" else end_payload(transcript)
+    end = hook(tmp_path, db, stdin, sub="session-end")
+    assert end.returncode == 0 and end.stderr == b"" and problems("SessionEnd", end.stdout.decode()) == []
+    if case == "torn":   # the complete line is captured, the torn one waits for its end
+        assert count_memories(db) == 1
+    else:
+        assert not db.exists() or count_memories(db) == 0
