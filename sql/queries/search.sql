@@ -17,26 +17,6 @@ join memories m on m.seq = knn.memory_seq
 where m.status = 'active'
 order by knn.distance;
 
--- name: search_knn_namespace
--- The k nearest active memories of one namespace of a domain.
-with knn as (
-  select
-    memory_seq,
-    distance
-  from memory_vectors
-  where embedding match :embedding
-    and k = :k
-    and namespace = :namespace
-    and domain = :domain
-)
-select
-  m.id,
-  1.0 - knn.distance * knn.distance / 2.0 as similarity
-from knn
-join memories m on m.seq = knn.memory_seq
-where m.status = 'active'
-order by knn.distance;
-
 -- name: search_text
 -- BM25 over the FTS5 index of a domain (active memories, or every status with :all = 1); lower is better.
 select

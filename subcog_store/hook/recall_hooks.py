@@ -41,18 +41,22 @@ def _open(db: Path):
     return Store(db, fetch_model=False)
 
 
+def _begin(payload: dict, db: Path, store_factory) -> tuple[str | None, str, float, object]:
+    """What both recall hooks start from: the session id, the project's domain, the start time, the store."""
+    from subcog_store.hook.handlers import domain_of
+
+    session_id = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
+    return session_id, domain_of(payload), time.perf_counter(), (store_factory or _open)(db)
+
+
 def session_start(payload: dict, db: Path, store_factory=None) -> str:
     """The additionalContext for a new context window (see the module docstring); "" for nothing."""
-    from subcog_store.hook.handlers import domain_of
     from subcog_store.recall import inject
 
     source = payload.get("source")
     if source not in SOURCES:
         return ""
-    session_id = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
-    domain = domain_of(payload)
-    started = time.perf_counter()
-    store = (store_factory or _open)(db)
+    session_id, domain, started, store = _begin(payload, db, store_factory)
     if store is None:
         return ""
     with store:
@@ -96,14 +100,10 @@ def _take_report(store, session_id: str) -> str:
 def user_prompt_submit(payload: dict, db: Path, use_model: bool = False, store_factory=None) -> str:
     """The additionalContext for a prompt: relevant memories past the abstain gate, or "" (most prompts)."""
     from subcog_store.errors import InvalidInput
-    from subcog_store.hook.handlers import domain_of
     from subcog_store.recall import inject
 
     prompt = payload.get("prompt")
-    session_id = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
-    domain = domain_of(payload)
-    started = time.perf_counter()
-    store = (store_factory or _open)(db)
+    session_id, domain, started, store = _begin(payload, db, store_factory)
     if store is None:
         return ""
     with store:

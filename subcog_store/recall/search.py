@@ -117,8 +117,9 @@ def search(store: "Store", query: str, *, domain: str, namespace: str | None = N
     with read_snapshot(store.con):
         if vector is not None:
             params = {"embedding": vector.astype("float32").tobytes(), "k": CANDIDATES, "domain": domain}
-            if ns:
-                rows = store.con.execute(q("search_knn_namespace"), {**params, "namespace": ns})
+            if ns:   # one namespace: the semantic tier's exact scan of that partition
+                rows = [(r[0], r[2]) for r in store.con.execute(q("find_semantic_neighbours"),
+                                                                  {**params, "namespace": ns})]
             else:
                 rows = store.con.execute(q("search_knn_domain"), params)
             vector_ids = [(mid, float(sim)) for mid, sim in rows]
