@@ -585,6 +585,13 @@ def test_a_worker_of_an_older_version_is_refused_and_replaced(rt):
                               env=env, cwd=rt.tmp, timeout=90)
 
     assert json.loads(run("worker", "start", "--json").stdout)["state"] == "running"
+    try:   # a worker of the copied tree: the fixture's `worker stop` (this tree's install) cannot reach it
+        _older_version_replaced(rt, tree, run)
+    finally:
+        run("worker", "stop")
+
+
+def _older_version_replaced(rt, tree: Path, run) -> None:
     [old] = worker_pids(str(rt.run))
     db = rt.tmp / "s.db"
     mark = len(rt.log_text())
