@@ -15,4 +15,8 @@ def iso(ts: float) -> str:
 
 
 def parse_iso(text: str) -> float:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc).timestamp()
+    """The stored form back to unix seconds (fromisoformat: ~10x faster than strptime, which ranking calls
+    for every candidate)."""
+    if not text.endswith("Z") or "T" not in text:
+        raise ValueError(f"not a stored timestamp: {text!r}")
+    return datetime.fromisoformat(text[:-1]).replace(tzinfo=timezone.utc).timestamp()
