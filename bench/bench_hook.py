@@ -14,8 +14,11 @@ These rows run in process (SUBCOG_WORKER_ENABLED=false: the path every hook took
 worker section (issue #13, the largest store) measures, interleaved run by run so the shared machine's drift
 spreads over all of them: today's in-process path; the first call (no worker yet: it runs in process and starts
 one); the warm worker; for pre-compact (a) and (b), session-start (source startup: the project index) and
-user-prompt-submit; with the interpreter floor beside them. `--tree DIR` runs the hooks from another copy of
-the source (PYTHONPATH), e.g. one with a change not yet in this checkout.
+user-prompt-submit; with the interpreter floor beside them. The worker rows run the hook as `install-hooks`
+registers it (`python -S -P .../subcog_store/hook/command.py EVENT`). A warm pre-compact answers before its
+capture has finished (SUBCOG_HOOK_ANSWER_SECS): the bench waits for the capture to finish before the next run,
+reports when it did, and checks what the run saved. `--tree DIR` runs the hooks from another copy of the source
+(PYTHONPATH), e.g. one with a change not yet in this checkout.
 
 Baselines measured in the same run: the interpreter floor (`python -c "import json,sys; json.load(sys.stdin)"`)
 and the hook with SUBCOG_DEDUP_ENABLED=false. A phase breakdown (imports, store open, transcript read, model load,
@@ -223,6 +226,16 @@ def cli() -> list[str]:
     return [sys.executable, "-m", "subcog_store"] if TREE else CLI
 
 
+def hook_argv(installed: bool) -> list[str]:
+    """The hook as `install-hooks` registers it (python -S -P .../hook/command.py, `installed`), or through the
+    full command line (`subcog-store hook`, the path every hook took before the warm worker; also a --tree that
+    has no hook script yet)."""
+    script = (TREE or ROOT) / "subcog_store" / "hook" / "command.py"
+    if installed and script.is_file():
+        return [sys.executable, "-S", "-P", str(script)]
+    return [*cli(), "hook"]
+
+
 def env(tmp: Path, worker: bool = False, **extra: str) -> dict[str, str]:
     """A clean environment: the bench's own log and worker directory; the worker only when asked for."""
     e = {k: v for k, v in os.environ.items() if not k.startswith("SUBCOG_")}
@@ -254,8 +267,8 @@ def said(out: str) -> str:
 
 
 def run_hook(db: Path, stdin: bytes, environ: dict[str, str], event: str = "pre-compact",
-             expect: str | None = None) -> tuple[float, str]:
-    ms, out, _ = run_process([*cli(), "--db", str(db), "hook", event], stdin, environ)
+             expect: str | None = None, installed: bool = False) -> tuple[float, str]:
+    ms, out, _ = run_process([*hook_argv(installed), "--db", str(db), event], stdin, environ)
     message = said(out) if event == "pre-compact" else out[:80]
     if expect is not None and expect not in message:
         raise RuntimeError(f"unexpected hook output {message!r} (wanted {expect!r})")
@@ -288,16 +301,51 @@ def _worker_ms(log_file: Path, mark: int) -> float | None:
     return float(found[-1]) if found else None
 
 
+def _settled_ms(log_file: Path, mark: int, timeout: float = 120.0) -> float | None:
+    """Wait until the worker has finished the pre-compact logged after `mark` (it may answer first and finish
+    the capture after); returns its time from the request to the capture's end (None: it did not run it)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with open(log_file, "rb") as f:
+            f.seek(mark)
+            text = f.read().decode(errors="replace")
+        if found := re.search(r": pre-compact finished in the background (\d+) ms", text):
+            return float(found.group(1))
+        answered = re.search(r": pre-compact answered in (\d+) ms(.*)", text)
+        if answered and "background" not in answered.group(2):
+            return float(answered.group(1))
+        if "running pre-compact in process" in text:
+            return None
+        time.sleep(0.005)
+    raise RuntimeError(f"the worker did not finish the capture within {timeout:.0f} s")
+
+
+def stored_result(db: Path) -> str:
+    """What the last capture run saved (the worker's answer may come before it)."""
+    import apsw
+
+    con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        captured, skipped = con.execute("select captured, skipped from hook_runs order by id desc limit 1").fetchone()
+    finally:
+        con.close()
+    return f"captured {captured} memories, skipped {skipped} duplicates"
+
+
 def worker_section(tmp: Path, base: Path, pre: Path, transcript: Path, reps: int, n_cands: int,
                    log) -> tuple[list[list[object]], dict, list[str]]:
     """Today's in-process path and the warm worker, interleaved run by run (one worker, warmed up first); then
-    the first call with no worker yet beside the in-process path. Returns table rows, p50s by key, notes."""
+    the first call with no worker yet beside the in-process path. Returns table rows, p50s by key, notes.
+
+    A warm pre-compact answers before its capture has finished (SUBCOG_HOOK_ANSWER_SECS): each run waits for the
+    worker to finish (nothing else runs meanwhile), times that too, and checks what the run saved."""
     local, wenv = env(tmp), env(tmp, worker=True)
     new_msg, rep_msg = f"captured {n_cands} memories", f"skipped {n_cands} duplicates"
     keys = ["floor", "a_local", "a_first", "a_warm", "b_local", "b_warm", "start_local", "start_warm",
             "prompt_local", "prompt_warm"]
     times: dict[str, list[float]] = {k: [] for k in keys}
     inside: dict[str, list[float]] = {k: [] for k in keys}   # the worker's own time (from its log line)
+    complete: dict[str, list[float]] = {k: [] for k in keys}   # request to the capture's end, in the worker
     said_by: dict[str, str] = {}
     db, log_file = tmp / "w.db", tmp / "hook.log"
     fallbacks = 0
@@ -305,19 +353,30 @@ def worker_section(tmp: Path, base: Path, pre: Path, transcript: Path, reps: int
     def warm(key: str, db_path: Path, stdin: bytes, event: str = "pre-compact", expect: str | None = None) -> None:
         nonlocal fallbacks
         mark = log_file.stat().st_size if log_file.exists() else 0
-        ms, said_by[key] = run_hook(db_path, stdin, wenv, event, expect)
+        ms, said = run_hook(db_path, stdin, wenv, event, installed=True)
         times[key].append(ms)
         worker_ms = _worker_ms(log_file, mark)
         if worker_ms is None:
             fallbacks += 1
         else:
             inside[key].append(worker_ms)
+        said_by[key] = said[:80]
+        if event == "pre-compact":
+            done_ms = _settled_ms(log_file, mark)
+            if done_ms is not None:
+                complete[key].append(done_ms)
+            result = stored_result(db_path)
+            if expect is not None and expect not in result:
+                raise RuntimeError(f"the warm run saved {result!r} (wanted {expect!r})")
+            said_by[key] = f"{said.rstrip('.')}; then saved: {result}"
 
     worker_cli("stop", wenv)
     status = worker_cli("start", wenv)
     for source in (base, pre, base, pre):   # its first requests (not measured)
         fresh_copy(source, db)
-        run_hook(db, payload(transcript, f"warmup-{uuid.uuid4().hex}"), wenv)
+        mark = log_file.stat().st_size if log_file.exists() else 0
+        run_hook(db, payload(transcript, f"warmup-{uuid.uuid4().hex}"), wenv, installed=True)
+        _settled_ms(log_file, mark)
     for i in range(reps):
         log(f"  worker section: warm run {i + 1} of {reps} (load {os.getloadavg()[0]:.1f})")
         times["floor"].append(run_process([sys.executable, "-c", "import json,sys; json.load(sys.stdin)"], b"{}",
@@ -344,7 +403,7 @@ def worker_section(tmp: Path, base: Path, pre: Path, transcript: Path, reps: int
         ms, _ = run_hook(db, payload(transcript, f"fl-{i}"), local, expect=new_msg)
         times["a_local"].append(ms)
         fresh_copy(base, db)
-        ms, said_by["a_first"] = run_hook(db, payload(transcript, f"f-{i}"), wenv, expect=new_msg)
+        ms, said_by["a_first"] = run_hook(db, payload(transcript, f"f-{i}"), wenv, expect=new_msg, installed=True)
         times["a_first"].append(ms)
         worker_cli("stop", wenv)   # it started one: stop it (while it loads) so the next run starts cold again
     p50 = {k: pct(v, 50) for k, v in times.items()}
@@ -359,7 +418,8 @@ def worker_section(tmp: Path, base: Path, pre: Path, transcript: Path, reps: int
              "prompt_local": "user-prompt-submit: in process (text side only: the model is not loaded)",
              "prompt_warm": "user-prompt-submit: worker warm (hybrid: the model is loaded there)"}
     rows = [[label[k], len(v), f"{pct(v, 50):.0f}", f"{pct(v, 95):.0f}",
-             f"{pct(inside[k], 50):.0f}" if inside[k] else "-", said_by.get(k, "-")] for k, v in times.items()]
+             f"{pct(inside[k], 50):.0f}" if inside[k] else "-", f"{pct(complete[k], 50):.0f}" if complete[k] else "-",
+             said_by.get(k, "-")] for k, v in times.items()]
     notes = [f"worker memory after the warm rows: {status.get('rss_mb', '?')} MB RSS, "
              f"{status.get('requests', '?')} requests served",
              f"warm runs that fell back in process (no 'answered' line in the hook log): {fallbacks}"]
@@ -525,7 +585,8 @@ def main(argv: list[str] | None = None) -> int:
             w_rows, p50, notes = worker_section(tmp, base, pre, transcript, reps, n_cands, log)
             print(f"\nWarm worker (issue #13), store of {sizes[-1]} memories, interleaved runs, "
                   f"load avg now {os.getloadavg()[0]:.2f}:\n")
-            print(md_table(["case", "runs", "p50 ms", "p95 ms", "in the worker, p50 ms", "hook said"], w_rows))
+            print(md_table(["case", "runs", "p50 ms", "p95 ms", "worker's answer, p50 ms",
+                            "worker's capture done, p50 ms", "hook said"], w_rows))
             for note in notes:
                 print(f"- {note}")
             verdicts += [

@@ -124,6 +124,9 @@ def _specs() -> list[Spec]:
                                                            "in its own process"),
         Spec("worker_idle_secs", _float, 900.0, 1.0, 7 * 86400.0, scope=p, help="the warm worker exits after "
                                                                                   "this long without a request"),
+        Spec("hook_answer_secs", _float, 0.01, 0.0, 600.0, scope=p, help="a capture hook the warm worker runs "
+             "answers when its capture is done or after this long, whichever is first; the capture then finishes "
+             "in the background"),
         Spec("dedup_batch_threshold", _float, None, 0.0, 1.0, scope=p),
         Spec("dedup_batch_knn", _choice("matrix", "vec0"), "matrix", scope=p),
         Spec("batch_test_sleep", _float, 0.0, 0.0, 60.0, scope=p, help="tests only: pause after each cluster"),

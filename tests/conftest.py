@@ -22,9 +22,16 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 START_TIME = 1_800_000_000.0  # a fixed unix time, so stored timestamps are reproducible
 
 
+# A capture hook the warm worker runs answers when it is done (not after SUBCOG_HOOK_ANSWER_SECS's 10 ms), so a
+# test reads the store right after the hook; tests/test_worker.py tests the answer before the capture finishes.
+ANSWER_WHEN_DONE = {"SUBCOG_HOOK_ANSWER_SECS": "600"}
+
+
 def clean_environ(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """os.environ without any SUBCOG_* variable (a developer's settings must not leak into a test), plus `extra`."""
+    """os.environ without any SUBCOG_* variable (a developer's settings must not leak into a test), with
+    ANSWER_WHEN_DONE, plus `extra`."""
     environ = {k: v for k, v in os.environ.items() if not k.startswith("SUBCOG_")}
+    environ.update(ANSWER_WHEN_DONE)
     environ.update(extra or {})
     return environ
 

@@ -17,7 +17,8 @@ import pytest
 
 from conftest import hook_output_problems as output_problems, shared_path
 from subcog_store.hook import capture as hook
-from subcog_store.hook.capture import HookOptions, capture_output, pre_compact
+from subcog_store.hook.capture import HookOptions, pre_compact
+from subcog_store.hook.report import capture_output
 from subcog_store.hook.handlers import dispatch
 from subcog_store.hook.recall_hooks import REPORT_HEADER
 

@@ -21,8 +21,9 @@ import apsw
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from conftest import hook_output_problems as problems, shared_path
-from subcog_store.hook.capture import HookOptions, capture_output, pre_compact
+from conftest import ANSWER_WHEN_DONE, hook_output_problems as problems, shared_path
+from subcog_store.hook.capture import HookOptions, pre_compact
+from subcog_store.hook.report import capture_output
 from subcog_store.hook.recall_hooks import REPORT_HEADER
 from subcog_store.hook.summary import LASTING_FACTS_HEADING
 
@@ -58,7 +59,7 @@ def hook_mode(request):
 
 def base_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SUBCOG_")}
-    env["SUBCOG_HOOK_LOG"] = str(tmp_path / "hook.log")
+    env.update(ANSWER_WHEN_DONE, SUBCOG_HOOK_LOG=str(tmp_path / "hook.log"))
     env.update(_mode["env"])
     env.update(extra)
     return env
@@ -482,13 +483,23 @@ def test_install_hooks_writes_every_hook_and_merges(tmp_path):
     (pre,) = data["hooks"]["PreCompact"]
     (ss,) = data["hooks"]["SessionStart"]
     assert pre["matcher"] == "" and ss["matcher"] == ""   # SessionStart: every source (startup ... compact)
-    assert pre["hooks"][0]["type"] == "command" and pre["hooks"][0]["command"].endswith(" hook pre-compact")
-    assert ss["hooks"][0]["command"].endswith(" hook session-start")
+    assert pre["hooks"][0]["type"] == "command" and pre["hooks"][0]["command"].endswith("command.py pre-compact")
+    assert ss["hooks"][0]["command"].endswith("command.py session-start")
     assert pre["hooks"][0]["timeout"] == 30 and ss["hooks"][0]["timeout"] == 10
     for event, sub in (("UserPromptSubmit", "user-prompt-submit"), ("SessionEnd", "session-end"),
                        ("PostCompact", "post-compact")):
         (group,) = data["hooks"][event]
-        assert group["hooks"][0]["command"].endswith(f" hook {sub}")
+        assert group["hooks"][0]["command"].endswith(f"command.py {sub}")
+    # the command lines as the client runs them (through the shell): a capture, then the index it gives back
+    db = tmp_path / "installed.db"
+    env = base_env(tmp_path, SUBCOG_DB=str(db), SUBCOG_HOOK_DOMAIN="installed")
+    ran = subprocess.run(pre["hooks"][0]["command"], shell=True, input=payload(copy_sample(tmp_path, "session-a")),
+                         capture_output=True, env=env, timeout=60)
+    assert accepted(ran).startswith("subcog: captured ")
+    ran = subprocess.run(ss["hooks"][0]["command"], shell=True, input=start("sess-new", "startup"), capture_output=True,
+                         env=env, timeout=60)
+    assert ran.returncode == 0 and ran.stderr == b"" and problems("SessionStart", ran.stdout.decode()) == []
+    assert "subcog://installed/" in ran.stdout.decode()
     again = install(project)
     assert again.returncode == 0 and "unchanged" in again.stdout
 

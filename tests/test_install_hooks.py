@@ -127,6 +127,7 @@ def test_old_install_updated_in_place(tmp_path: Path) -> None:
     "/old/venv/bin/subcog-store hook pre-compact",
     "'/path with space/subcog-store' hook pre-compact",
     "/usr/bin/python3 -m subcog_store hook pre-compact",
+    "/old/venv/bin/python -S -P '/old/venv/lib/python3.11/site-packages/subcog_store/hook/command.py' pre-compact",
 ])
 def test_old_path_entry_replaced_in_place(tmp_path: Path, old_cmd: str) -> None:
     path = tmp_path / "settings.json"
@@ -273,12 +274,16 @@ def test_settings_path_and_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     bindir = tmp_path / "my venv" / "bin"
     bindir.mkdir(parents=True)
     monkeypatch.setattr(sys, "executable", str(bindir / "python"))
-    assert hook_commands()["PreCompact"] == f"'{bindir}/python' -m subcog_store hook pre-compact"
-    (bindir / "subcog-store").write_text("#!/bin/sh\n")
-    assert hook_commands() == {e: f"'{bindir}/subcog-store' hook {sub}" for e, (sub, _, _) in ih.EVENTS.items()}
+    script = Path(ih.__file__).resolve().parent / "command.py"
+    assert script.is_file()
+    assert hook_commands() == {e: f"'{bindir}/python' -S -P {script} {sub}" for e, (sub, _, _) in ih.EVENTS.items()}
     assert hook_commands("sc")["SessionEnd"] == "sc hook session-end"
-    for cmd, (sub, _, _) in zip(hook_commands().values(), ih.EVENTS.values()):
+    for cmd, (sub, _, _) in zip([*hook_commands().values(), *hook_commands("/a b/subcog-store").values()],
+                                [*ih.EVENTS.values()] * 2):
         assert ih._is_ours({"command": cmd}, sub)
+        assert not ih._is_ours({"command": cmd}, "other-event")
+    assert ih.executable_argv() == [str(bindir / "python"), "-m", "subcog_store"]
+    (bindir / "subcog-store").write_text("#!/bin/sh\n")
     assert ih.executable_argv() == [f"{bindir}/subcog-store"]
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cfg"))
     assert settings_path(user=True) == tmp_path / "cfg" / "settings.json"

@@ -56,7 +56,7 @@ def assert_no_leak(data: bytes, where: str, cases: list[Secret] = SECRETS) -> No
 def env(tmp_path: Path) -> dict[str, str]:
     out = {k: v for k, v in os.environ.items() if not k.startswith("SUBCOG_")}
     out.update(SUBCOG_DB=str(tmp_path / "s.db"), SUBCOG_HOOK_LOG=str(tmp_path / "hook.log"),
-               SUBCOG_HOOK_BUDGET_SECS="600")
+               SUBCOG_HOOK_BUDGET_SECS="600", SUBCOG_HOOK_ANSWER_SECS="600")
     return out
 
 

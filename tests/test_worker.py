@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shlex
 import shutil
 import signal
 import socket
@@ -22,6 +23,7 @@ from pathlib import Path
 import apsw
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from conftest import worker_pids, clean_environ, cli_command, hook_output_problems
 from subcog_store.config import SPECS
@@ -360,6 +362,30 @@ def test_the_warm_path_imports_only_the_thin_client(rt):
     assert not modules & heavy, modules & heavy
 
 
+def test_the_installed_hook_command_starts_without_site_json_or_re(rt):
+    """The command install-hooks registers (python -S -P .../hook/command.py) answers through the worker with
+    the standard library's lightest modules only: no `site`, no `json` package, no `re`."""
+    from subcog_store.hook.install import hook_commands
+
+    rt.start()
+    db = rt.tmp / "s.db"
+    argv = shlex.split(hook_commands()["PreCompact"])
+    assert argv[1:3] == ["-S", "-P"] and argv[-1] == "pre-compact"
+    mark = len(rt.log_text())
+    proc = subprocess.run([argv[0], "-X", "importtime", *argv[1:-1], "--db", str(db), "pre-compact"],
+                          input=payload(sample(rt.tmp, "session-a")), capture_output=True, env=rt.env, timeout=60)
+    assert proc.returncode == 0
+    assert status_line(proc.stdout.decode()) == "subcog: captured 7 memories, skipped 1 duplicate"
+    assert served_by_worker(rt, mark)
+    lines = [line.split("|") for line in proc.stderr.decode().splitlines()]
+    assert lines and all(len(parts) == 3 and parts[0].startswith("import time:") for parts in lines), lines[:3]
+    loaded = {parts[2].strip() for parts in lines}
+    assert "subcog_store.worker.client" in loaded
+    heavy = {"site", "json", "re", "enum", "apsw", "numpy", "logging", "socket", "subcog_store.config"}
+    assert not loaded & heavy, loaded & heavy
+    assert len(active(db)) == 7
+
+
 def test_the_in_process_repeat_path_loads_neither_numpy_nor_the_model(rt):
     """Without a worker, a transcript whose candidates are all stored already is answered by the exact tier."""
     env = rt.with_env(SUBCOG_WORKER_ENABLED="false")
@@ -483,6 +509,78 @@ def test_a_worker_killed_mid_request_loses_nothing(rt):
     mark = len(rt.log_text())
     out = output(hook(rt.env, db, payload(sample(rt.tmp, "session-a"))))
     assert served_by_worker(rt, mark) and status_line(out) == "subcog: nothing new to capture since the last run"
+
+
+# -- answering before the capture has finished (SUBCOG_HOOK_ANSWER_SECS) -------------------------------------------
+def finished_in_background(rt: Runtime, since: int, timeout: float = 60.0) -> bool:
+    return wait_for(lambda: ": pre-compact finished in the background" in rt.log_text()[since:], timeout=timeout)
+
+
+def test_a_capture_answers_first_then_stores_what_in_process_would(rt):
+    """Answered at once (the capture recorded as pending first); once it finishes, the store is the one the
+    in-process hook makes, nothing is pending, and the compaction's session start reports it."""
+    from subcog_store.hook.report import BACKGROUND_MESSAGE
+
+    path = sample(rt.tmp, "session-a")
+    reference = rt.tmp / "ref.db"
+    local = rt.with_env(SUBCOG_WORKER_ENABLED="false")
+    output(hook(local, reference, payload(path)))
+    db = rt.tmp / "s.db"
+    rt.start()
+    mark = len(rt.log_text())
+    out = output(hook(rt.with_env(SUBCOG_HOOK_ANSWER_SECS="0"), db, payload(path)))
+    assert status_line(out) == BACKGROUND_MESSAGE and "Lasting facts" in out
+    assert rows(db, "select count(*) from hook_pending")[0][0] + rows(db, "select count(*) from hook_runs")[0][0] == 1
+    assert finished_in_background(rt, mark)
+    assert active(db) == active(reference) and len(active(db)) == 7
+    assert rows(db, "select count(*) from hook_pending") == [(0,)]
+    assert rows(db, "select status, captured, skipped from hook_runs") == [("ok", 7, 1)]
+    report = output(hook(rt.env, db, start_payload("sess"), sub="session-start"), "SessionStart")
+    assert "Captured 7 memories" in report
+    assert re_urn(report) == re_urn(output(hook(local, reference, start_payload("sess"), sub="session-start"),
+                                           "SessionStart"))
+
+
+def test_a_worker_killed_after_answering_loses_nothing(rt):
+    """Killed while it finishes a capture it already answered for: the pending record makes a later capture hook
+    (another session, in process) redo it from the saved offset, and the store ends as the in-process one."""
+    texts = [f"{t} (case {i} of the incident review for service S{i})" for i, t in enumerate(TEXTS * 30)]
+    path = transcript(rt.tmp, texts)
+    reference = rt.tmp / "ref.db"
+    local = rt.with_env(SUBCOG_WORKER_ENABLED="false")
+    output(hook(local, reference, payload(path, "big")))
+    db = rt.tmp / "s.db"
+    pid = rt.start()
+    out = output(hook(rt.with_env(SUBCOG_HOOK_ANSWER_SECS="0"), db, payload(path, "big")))
+    os.kill(pid, signal.SIGKILL)
+    assert status_line(out).startswith("subcog: capturing")
+    pending = rows(db, "select session_id, transcript_path from hook_pending")
+    saved = rows(db, "select count(*) from hook_runs where session_id = 'big'")[0][0]
+    assert pending == [("big", str(path))] or saved == 1
+    assert len(active(db)) < len(active(reference)) or saved == 1   # killed mid-way (practically always)
+    with apsw.Connection(str(db)) as con:   # as if it had been left long ago
+        con.execute("update hook_pending set queued_at = '2000-01-01T00:00:00.000Z'")
+    other = transcript(rt.tmp, ["A line of small talk."], name="other.jsonl")
+    output(hook(local, db, payload(other, "later")))
+    assert active(db) == active(reference)
+    assert rows(db, "select count(*) from hook_pending") == [(0,)]
+    assert rows(db, "select count(*) from memories group by content_hash having count(*) > 1") == []
+    assert rows(db, "select count(*) from hook_runs where session_id = 'big' and status = 'ok'")[0][0] >= 1
+    assert "redoing a pending pre-compact capture" in rt.log_text()
+
+
+def test_a_pending_capture_of_a_vanished_transcript_is_dropped(rt):
+    db = rt.tmp / "s.db"
+    gone = transcript(rt.tmp, TEXTS[:2], name="gone.jsonl")
+    local = rt.with_env(SUBCOG_WORKER_ENABLED="false")
+    output(hook(local, db, payload(transcript(rt.tmp, ["Hello."], name="first.jsonl"), "first")))
+    with apsw.Connection(str(db)) as con:
+        con.execute("insert into hook_pending values ('old', ?, ?, '2000-01-01T00:00:00.000Z')",
+                    (str(gone), json.dumps({"session_id": "old", "transcript_path": str(gone), "event": "session-end"})))
+    gone.unlink()
+    output(hook(local, db, payload(transcript(rt.tmp, ["Hi."], name="second.jsonl"), "second")))
+    assert rows(db, "select count(*) from hook_pending") == [(0,)]
+    assert "redoing a pending session-end capture" in rt.log_text()
 
 
 def test_a_worker_killed_between_captures_duplicates_nothing(rt):
@@ -649,6 +747,28 @@ def connect(rt: Runtime) -> socket.socket:
     with protocol.Address(rt.paths.sock) as address:
         s.connect(address)
     return s
+
+
+JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+                           lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(), c, max_size=4),
+                           max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON_VALUES)
+def test_the_frames_json_is_the_json_packages(value):
+    """The wire's JSON (the json package's C functions, without importing the package) reads and writes what
+    json.dumps / json.loads do."""
+    text = json.dumps(value, separators=(",", ":"), allow_nan=False)
+    assert protocol.dumps(value) == text
+    assert protocol.loads(text) == json.loads(text)
+
+
+@pytest.mark.parametrize("bad", ["", "{", "nul", "{}x", "NaN", "[1,]", " {}", '{"a":1} ', "[" * 100_000,
+                                 '"\x00"', "\ud800"])
+def test_the_frames_json_refuses_what_is_not_json(bad):
+    with pytest.raises(ValueError):
+        protocol.loads(bad)
 
 
 def test_garbage_on_the_socket_harms_nobody(rt):

@@ -48,3 +48,24 @@ order by id;
 update hook_runs
 set report = :report
 where id = :id;
+
+-- name: mark_hook_pending
+-- This capture will finish after the hook has answered (the warm worker's background part).
+insert into hook_pending (session_id, transcript_path, payload, queued_at)
+values (:session_id, :transcript_path, :payload, :now)
+on conflict (session_id, transcript_path) do update set payload = excluded.payload, queued_at = excluded.queued_at;
+
+-- name: clear_hook_pending
+-- The capture of this session's transcript is saved: nothing of it is pending any more.
+delete from hook_pending
+where session_id = :session_id
+  and transcript_path = :transcript_path;
+
+-- name: stale_hook_pending
+-- Captures recorded as pending before :before and never saved (their worker died): the oldest first.
+select
+  payload
+from hook_pending
+where queued_at < :before
+order by queued_at
+limit :limit;

@@ -5,6 +5,10 @@ SessionStart hooks ran, so the next transcript read sees it again: its facts are
 
 Bounded by the hook's budget end to end: what is finished is committed with the offset of the last fully handled
 record, the rest is read next time.
+
+Through the warm worker a transcript capture may finish after the hook has answered (`HookOptions.on_recorded`,
+SUBCOG_HOOK_ANSWER_SECS): it is recorded in `hook_pending` first and cleared with its saved offset, and one left
+behind (the worker died) is redone from that offset by a later capture hook on the store.
 """
 from __future__ import annotations
 
@@ -13,9 +17,9 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from subcog_store.hook.report import markdown, system_message
+from subcog_store.hook import pending as hook_pending
 from subcog_store.text.normalize import fingerprint
 
 log = logging.getLogger("subcog_store.hook.capture")
@@ -37,6 +41,7 @@ class HookOptions:
     min_confidence: float | None = None     # the scorer's probability floor (None: the trained threshold)
     domain: str = "project"
     event: str = "pre-compact"
+    on_recorded: Callable[[], None] | None = None   # the warm worker: record the run as pending, then call this
 
     @classmethod
     def from_env(cls, db: Path, dry_run: bool = False, event: str = "pre-compact") -> "HookOptions":
@@ -105,8 +110,10 @@ def pre_compact(raw: bytes, options: HookOptions) -> Run:
     return capture_payload(payload, options, run, started, deadline)
 
 
-def capture_payload(payload: dict, options: HookOptions, run: Run, started: float, deadline: float) -> Run:
-    """Capture the unread part of the transcript the hook input names (see `pre_compact`)."""
+def capture_payload(payload: dict, options: HookOptions, run: Run, started: float, deadline: float,
+                    redo: bool = False) -> Run:
+    """Capture the unread part of the transcript the hook input names (see `pre_compact`); then, unless this
+    is itself one (`redo`), pending captures a dead worker left behind, while the extraction share lasts."""
     from subcog_store.hook.handlers import domain_of
     run.session_id = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
     run.trigger = payload.get("trigger") if isinstance(payload.get("trigger"), str) else options.event
@@ -116,14 +123,36 @@ def capture_payload(payload: dict, options: HookOptions, run: Run, started: floa
         run.fail("no transcript_path in the hook input", "missing transcript_path")
         return run
     run.transcript_path = path
+    pending = {k: payload[k] for k in hook_pending.KEYS if isinstance(payload.get(k), str)}
+    stale: list[dict] = []
     try:
-        _capture_transcript(run, options, started, deadline)
+        stale = _capture_transcript(run, options, started, deadline, {**pending, "event": options.event}, redo)
     except Exception as e:  # fail open: the compaction goes on
         run.fail("capture failed", e)
     log.info("%s session=%s captured=%d skipped=%d redacted=%d errors=%d in %.0f ms", options.event,
              run.session_id, len(run.captured), len(run.skipped), run.redacted, len(run.errors),
              (time.monotonic() - started) * 1000)
+    for left in stale:
+        if time.monotonic() > started + (deadline - started) * EXTRACT_SHARE:
+            break
+        _redo(left, options, started, deadline)
     return run
+
+
+def _redo(pending: dict, options: HookOptions, started: float, deadline: float) -> None:
+    """Finish a capture a dead worker left pending (from its saved offset; never raises)."""
+    from dataclasses import replace
+
+    event = pending.get("event") if pending.get("event") in ("pre-compact", "session-end") else "pre-compact"
+    log.info("redoing a pending %s capture of session=%s", event, pending.get("session_id"))
+    from subcog_store.hook.handlers import log_path
+
+    redo = Run(dry_run=False, log=str(log_path()), trigger=pending.get("trigger") or event)
+    try:
+        capture_payload(pending, replace(options, event=event, on_recorded=None), redo, started, deadline,
+                        redo=True)
+    except Exception as e:  # noqa: BLE001 - the next hook tries again
+        log.warning("pending capture not redone: %s: %s", type(e).__name__, e)
 
 
 def _open_store(run: Run, options: HookOptions):
@@ -185,7 +214,9 @@ def post_compact(raw: bytes, options: HookOptions) -> Run:
     return run
 
 
-def _capture_transcript(run: Run, options: HookOptions, started: float, deadline: float) -> None:
+def _capture_transcript(run: Run, options: HookOptions, started: float, deadline: float, pending: dict,
+                        redo: bool = False) -> list[dict]:
+    """Capture from the saved offset; returns the pending captures of dead workers to redo (none when `redo`)."""
     import apsw
 
     from subcog_store.hook.extract import extract_candidates
@@ -193,10 +224,14 @@ def _capture_transcript(run: Run, options: HookOptions, started: float, deadline
 
     store = _open_store(run, options)
     if store is None:
-        return
+        return []
     with store:
         keep_to_budget(store, deadline)
         session_key = run.session_id or ""
+        if (options.on_recorded or redo) and not options.dry_run:
+            hook_pending.mark(store, session_key, run.transcript_path, pending)
+            if options.on_recorded:
+                options.on_recorded()
         offset, chars = _stored_offset(store, session_key, run.transcript_path)
         run.first_run = offset == 0 and chars == 0
         try:
@@ -204,7 +239,9 @@ def _capture_transcript(run: Run, options: HookOptions, started: float, deadline
                                         deadline=deadline)
         except TranscriptError as e:
             run.fail("transcript unreadable", e)
-            return
+            if redo:   # gone for good: nothing more can be captured from it
+                hook_pending.clear(store, session_key, run.transcript_path)
+            return []
         run.records, run.bad_lines, run.truncated = read.records, read.bad_lines, read.truncated
         parts = [piece for text in read.texts
                  for piece in pieces(text, chars if text.offset == offset else 0)]
@@ -221,12 +258,13 @@ def _capture_transcript(run: Run, options: HookOptions, started: float, deadline
         if stopped_at is not None:
             resume, run.truncated = min(resume, stopped_at), True
         if options.dry_run:
-            return
+            return []
         keep_to_budget(store, deadline, grace=SAVE_GRACE_SECS)
         try:
             _save(store, run, session_key, resume if resume > (offset, chars) else None)
         except apsw.Error as e:
             run.fail("could not save the run (the captures are saved)", e)
+        return [] if redo else hook_pending.stale(store, options.budget_secs)
 
 
 def _groups(parts: list) -> list[list]:
@@ -283,6 +321,7 @@ def _save(store, run: Run, session_key: str, offset: tuple[int, int] | None) -> 
 
     now = iso(store.clock())
     with immediate(store.con):
+        hook_pending.clear(store, session_key, run.transcript_path, in_transaction=True)
         if offset is not None:
             store.con.execute(q("set_hook_offset"), {"session_id": session_key, "transcript_path": run.transcript_path,
                                                      "byte_offset": offset[0], "record_chars": offset[1], "now": now})
@@ -343,29 +382,3 @@ def _report_one(run: Run, c, o, options: HookOptions) -> None:
         run.skipped.append({"content": c.text, "namespace": c.namespace, "reason": check.reason,
                             "matched_urn": check.matched_urn, "similarity": check.similarity_score,
                             "seconds_ago": check.captured_seconds_ago, "decision": decision})
-
-
-def capture_output(run: Run | None, event: str, fmt: str = "default", problem: str | None = None) -> str:
-    """What the hook prints.
-
-    pre-compact, default: plain text. The client hands PreCompact's stdout, JSON or not, to the summarizer as
-    "Additional Instructions" and shows the same raw line to the user (seen in Claude Code 2.1.328), so one
-    short status line for the user, then the request that the summary end with the lasting facts, which
-    session-start (compact) captures. `--format json` prints the earlier `{"systemMessage": ...}`,
-    `--format subcog` the original design's report (which the real client rejects on PreCompact).
-    session-end, post-compact: nothing (the report is in `hook_runs` and the log).
-    """
-    if event in ("session-end", "post-compact"):
-        return ""
-    if run is None:
-        message = f"subcog: capture skipped: {problem}"
-        return json.dumps({"systemMessage": message}, ensure_ascii=False) if fmt == "json" else message
-    report = run.report()
-    if fmt == "subcog":
-        return json.dumps({"hookSpecificOutput": {"hookEventName": "PreCompact",
-                                                  "additionalContext": markdown(report)}}, ensure_ascii=False)
-    if fmt == "json":
-        return json.dumps({"systemMessage": system_message(report)}, ensure_ascii=False)
-    from subcog_store.hook.summary import SUMMARY_INSTRUCTION
-
-    return system_message(report) + ".\n" + SUMMARY_INSTRUCTION

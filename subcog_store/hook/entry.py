@@ -52,9 +52,10 @@ def fallback(event: str | None, error: BaseException, fmt: str | None = "default
 
 
 def run(event: str | None, opts: dict, raw: bytes, db: str | None = None, *, note: str | None = None,
-        use_model: bool = False) -> str:
+        use_model: bool = False, on_recorded=None) -> str:
     """The hook's work in this process (the worker runs it too); returns what to print. Never raises.
-    `note`: why the worker did not run it (logged); `use_model`: the prompt hook may load the model."""
+    `note`: why the worker did not run it (logged); `use_model`: the prompt hook may load the model;
+    `on_recorded`: see `handlers.dispatch` (the worker's answer before a capture has finished)."""
     try:
         from pathlib import Path
 
@@ -66,7 +67,7 @@ def run(event: str | None, opts: dict, raw: bytes, db: str | None = None, *, not
         path = opts.get("db") or db
         db_path = Path(path) if path else handlers.default_db()
         return handlers.dispatch(event, raw, db_path, dry_run=bool(opts.get("dry_run")),
-                                 fmt=opts.get("format") or "default", use_model=use_model)
+                                 fmt=opts.get("format") or "default", use_model=use_model, on_recorded=on_recorded)
     except BaseException as e:  # noqa: BLE001 - the user's session must go on
         try:
             import logging
@@ -75,6 +76,14 @@ def run(event: str | None, opts: dict, raw: bytes, db: str | None = None, *, not
         except BaseException:  # noqa: BLE001
             pass
         return fallback(event, e, opts.get("format"))
+
+
+def with_site() -> None:
+    """Started without `site` (the hook command's -S): set it up, so the installed packages can be imported."""
+    if sys.flags.no_site and "site" not in sys.modules:
+        import site
+
+        site.main()
 
 
 def _remaining_budget(started: float) -> None:
@@ -105,6 +114,7 @@ def main(argv: list[str], db: str | None = None) -> int:
         note = f"worker client failed: {type(e).__name__}: {e}"
     if out is None:
         try:
+            with_site()
             from subcog_store.model import provider
 
             provider.use_local()
@@ -120,6 +130,7 @@ def main(argv: list[str], db: str | None = None) -> int:
         pass
     if spawn:
         try:
+            with_site()
             from subcog_store.worker.lifecycle import start_detached
 
             start_detached(wait=0.5 if stale else 0.0)

@@ -80,16 +80,19 @@ def domain_of(payload: dict) -> str:
 
 
 def dispatch(event: str | None, raw: bytes, db: Path, *, dry_run: bool = False, fmt: str = "default",
-             use_model: bool = False) -> str:
+             use_model: bool = False, on_recorded=None) -> str:
     """Run one hook; returns what to print (may be empty). Raises only on our own bugs (the entry catches).
-    `use_model`: the prompt hook may load the model (the warm worker), else it uses it only when loaded."""
+    `use_model`: the prompt hook may load the model (the warm worker), else it uses it only when loaded.
+    `on_recorded`: a transcript capture records itself as pending, then calls this (the worker may answer)."""
     from subcog_store.errors import ConfigError
 
     if event in ("pre-compact", "session-end", "post-compact"):
-        from subcog_store.hook.capture import HookOptions, capture_output, post_compact, pre_compact
+        from subcog_store.hook.capture import HookOptions, post_compact, pre_compact
+        from subcog_store.hook.report import capture_output
 
         try:
             options = HookOptions.from_env(db, dry_run=dry_run, event=event)
+            options.on_recorded = on_recorded if event != "post-compact" else None
         except ConfigError as e:
             log.warning("%s: bad setting: %s", event, e)
             return capture_output(None, event, fmt, problem=str(e))

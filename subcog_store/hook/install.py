@@ -104,15 +104,18 @@ def executable_argv() -> list[str]:
 
 
 def hook_commands(executable: str | None = None) -> dict[str, str]:
-    """The hook command lines. ``executable`` is a command prefix used verbatim (the caller quotes it)."""
-    if executable is None:
-        executable = shlex.join(executable_argv())
-    return {event: f"{executable} hook {sub}" for event, (sub, _, _) in EVENTS.items()}
+    """The hook command lines: this interpreter without `site` running `hook/command.py` (the fastest start), or
+    ``executable``, a command prefix used verbatim (the caller quotes it), followed by ``hook EVENT``."""
+    script = Path(__file__).resolve().parent / "command.py"
+    prefix = shlex.join([sys.executable, "-S", "-P", str(script)]) if executable is None else f"{executable} hook"
+    return {event: f"{prefix} {sub}" for event, (sub, _, _) in EVENTS.items()}
 
 
 def _ours_re(sub: str) -> re.Pattern[str]:
-    # matches ".../subcog-store hook pre-compact", "'/a b/subcog-store' hook ...", "python -m subcog_store hook ..."
-    return re.compile(rf"subcog[-_]store(?:\.exe)?['\"]?\s+hook\s+{re.escape(sub)}(?![\w-])")
+    # ".../subcog-store hook pre-compact", "'/a b/subcog-store' hook ...", "python -m subcog_store hook ...",
+    # "python -S -P .../subcog_store/hook/command.py pre-compact"
+    return re.compile(rf"(?:subcog[-_]store(?:\.exe)?['\"]?\s+hook|subcog_store[/\\]hook[/\\]command\.py['\"]?)"
+                      rf"\s+{re.escape(sub)}(?![\w-])")
 
 
 def _is_ours(hook: Any, sub: str, command: str | None = None) -> bool:

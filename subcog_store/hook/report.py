@@ -1,5 +1,11 @@
-"""The words of a pre-compact report: the one-line systemMessage and the original design's Markdown."""
+"""The words of a pre-compact report: what the hook prints, the one-line systemMessage and the original
+design's Markdown."""
 from __future__ import annotations
+
+import json
+from typing import Any
+
+BACKGROUND_MESSAGE = "subcog: capturing this conversation's lasting facts in the background"
 
 
 def _short(text: str, width: int = 80) -> str:
@@ -73,3 +79,31 @@ def skip_line(s: dict) -> str:
     if s["reason"] == "in_batch":
         return f"Repeated in this conversation: {text} (same as captured item {s.get('same_as', '?')})"
     return f"{s['reason']}: {text} ({s.get('matched_urn')})"
+
+
+def capture_output(run: Any, event: str, fmt: str = "default", problem: str | None = None) -> str:
+    """What the hook prints.
+
+    pre-compact, default: plain text. The client hands PreCompact's stdout, JSON or not, to the summarizer as
+    "Additional Instructions" and shows the same raw line to the user (seen in Claude Code 2.1.328), so one
+    short status line for the user, then the request that the summary end with the lasting facts, which
+    session-start (compact) captures. `--format json` prints the earlier `{"systemMessage": ...}`,
+    `--format subcog` the original design's report (which the real client rejects on PreCompact).
+    session-end, post-compact: nothing (the report is in `hook_runs` and the log). `run` None without a
+    `problem`: the warm worker answered before the capture finished.
+    """
+    if event in ("session-end", "post-compact"):
+        return ""
+    if run is None and problem is not None:
+        message = f"subcog: capture skipped: {problem}"
+        return json.dumps({"systemMessage": message}, ensure_ascii=False) if fmt == "json" else message
+    message = BACKGROUND_MESSAGE if run is None else system_message(run.report())
+    if fmt == "subcog":
+        context = BACKGROUND_MESSAGE + "." if run is None else markdown(run.report())
+        return json.dumps({"hookSpecificOutput": {"hookEventName": "PreCompact", "additionalContext": context}},
+                          ensure_ascii=False)
+    if fmt == "json":
+        return json.dumps({"systemMessage": message}, ensure_ascii=False)
+    from subcog_store.hook.summary import SUMMARY_INSTRUCTION
+
+    return message + ".\n" + SUMMARY_INSTRUCTION

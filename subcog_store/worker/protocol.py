@@ -11,7 +11,7 @@ stop) one worker.
 """
 from __future__ import annotations
 
-import json
+import _json
 import os
 import stat
 import struct
@@ -33,9 +33,48 @@ class ProtocolError(Exception):
     """A frame that is not ours: too large, not JSON, not an object, or the peer closed mid-frame."""
 
 
+# -- JSON through the `json` package's own C functions: importing the package costs a hook ~8 ms (re, enum) ----
+def _unencodable(value: object) -> object:
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
+class _Decoding:
+    """What the C scanner reads from its context (json.JSONDecoder's attributes, strict JSON)."""
+    strict, object_hook, object_pairs_hook = True, None, None
+    parse_float, parse_int, parse_constant = float, int, staticmethod(_no_constant)
+
+
+# markers, default, string encoder, indent, separators, sort_keys, skipkeys, allow_nan
+_encode = _json.make_encoder(None, _unencodable, _json.encode_basestring_ascii, None, ":", ",", False, False,
+                             False)
+_scan = _json.make_scanner(_Decoding())
+
+
+def dumps(value: object) -> str:
+    """Compact ASCII JSON (an environment's lone surrogates pass as escapes), as json.dumps with separators."""
+    return "".join(_encode(value, 0))
+
+
+def loads(text: str) -> object:
+    """Strict JSON, nothing before or after it; raises ValueError."""
+    try:
+        value, end = _scan(text, 0)
+    except StopIteration:
+        raise ValueError("not JSON") from None
+    except RecursionError:
+        raise ValueError("nested too deep") from None
+    if end != len(text):
+        raise ValueError("extra data after the JSON value")
+    return value
+
+
 # -- frames -----------------------------------------------------------------------------------------------------
 def encode(header: dict, blob: bytes = b"") -> bytes:
-    data = json.dumps(header, separators=(",", ":")).encode("ascii")   # ASCII: an environment's lone surrogates pass
+    data = dumps(header).encode("ascii")
     return HEAD.pack(len(data), len(blob)) + data + blob
 
 
@@ -64,7 +103,7 @@ def recv(sock, deadline: float) -> tuple[dict, bytes]:
     if header_len > MAX_HEADER or blob_len > MAX_BLOB:
         raise ProtocolError(f"frame too large ({header_len} + {blob_len} bytes)")
     try:
-        header = json.loads(_read(sock, header_len, deadline).decode("utf-8"))
+        header = loads(_read(sock, header_len, deadline).decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         raise ProtocolError("header is not JSON") from None
     if not isinstance(header, dict):
@@ -83,8 +122,19 @@ def peer_uid(sock) -> int:
 
 
 # -- where --------------------------------------------------------------------------------------------------------
+def environment_prefix() -> str:
+    """sys.prefix as `site` sets it: a virtual environment's own directory, also in a hook started with -S."""
+    if not sys.flags.no_site or "site" in sys.modules:
+        return sys.prefix
+    bindir = os.path.dirname(os.path.abspath(sys.executable))
+    for conf in (os.path.join(bindir, "pyvenv.cfg"), os.path.join(os.path.dirname(bindir), "pyvenv.cfg")):
+        if os.path.isfile(conf):
+            return os.path.dirname(bindir)
+    return sys.prefix
+
+
 def install_id() -> str:
-    data = "\0".join((PACKAGE, sys.prefix)).encode("utf-8", "surrogateescape")
+    data = "\0".join((PACKAGE, environment_prefix())).encode("utf-8", "surrogateescape")
     return f"{zlib.crc32(data):08x}"
 
 
@@ -185,7 +235,8 @@ def _stamp(parts: list[str], root: str, suffixes: tuple[str, ...]) -> None:
 def version_key() -> str:
     """Changes when the package's source or SQL files, the model manifest or files shipped beside it, the
     installed packages or the interpreter change (sizes and modification times; no file is read)."""
-    parts = [str(PROTOCOL), sys.version, sys.prefix]
+    prefix = environment_prefix()
+    parts = [str(PROTOCOL), sys.version, prefix]
     _stamp(parts, PACKAGE, SOURCE_SUFFIXES)
     if os.path.isfile(os.path.join(CHECKOUT, "sql", "schema", "001_store.sql")):
         _stamp(parts, os.path.join(CHECKOUT, "sql"), (".sql",))
@@ -196,7 +247,7 @@ def version_key() -> str:
             parts.append(f"{path}:{st.st_size}:{st.st_mtime_ns}")
         except OSError:
             pass
-    site = os.path.join(sys.prefix, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}", "site-packages")
+    site = os.path.join(prefix, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}", "site-packages")
     try:   # a package installed, upgraded or removed in this environment
         parts.append(f"{site}:{os.stat(site).st_mtime_ns}")
     except OSError:

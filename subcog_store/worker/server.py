@@ -2,9 +2,8 @@
 and runs whole hooks (`hook.entry.run`, the same function a hook runs in process) and embeddings for fresh
 processes, one at a time, over a Unix socket only its user can open.
 
-A hook request runs with the caller's environment, working directory and umask applied for its duration (config
-reads os.environ; requests never overlap, so that is safe), and the log records of the run go to the caller's
-hook log. The worker exits after SUBCOG_WORKER_IDLE_SECS without a request, when its code or model files change
+A hook request runs as `worker.hooks` says (the caller's environment, directory and umask; a transcript capture
+may answer before it has finished). The worker exits after SUBCOG_WORKER_IDLE_SECS without a request, when its code or model files change
 (checked every VERSION_CHECK_SECS), when its socket is removed or replaced, on SIGTERM/SIGINT/SIGHUP and on
 `stop`; it removes its socket and pid file on the way out. It never opens a port.
 """
@@ -18,14 +17,11 @@ import socket
 import sys
 import threading
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
-from subcog_store.worker import protocol as wire
+from subcog_store.worker import hooks, protocol as wire
 
 log = logging.getLogger("subcog_store.worker")
-hook_log = logging.getLogger("subcog_store.hook")
 READ_SECS = 5.0              # a client must send its whole request within this
 GO_SECS = 2.0                # ... and its "go" within this after "ready"
 TICK_SECS = 0.25
@@ -33,6 +29,8 @@ VERSION_CHECK_SECS = 2.0
 MAX_CONNECTIONS = 32
 STOP_WAIT_SECS = 5.0         # an in-flight request may finish within this on stop
 MAX_WAIT_SECS = 30.0
+SWITCH_SECS = 0.001          # the GIL's switch interval (Python's default 5 ms): a hook's answer is not held up
+#                              behind the capture still running in another thread
 MAX_RSS_MB = 1024            # grown past this (a huge transcript's buffers stay with the allocator): exit, a fresh
 #                              one starts on the next call
 WARM_TEXTS = ["We decided to use PgBouncer in transaction mode for the checkout database because the pool ran "
@@ -223,7 +221,7 @@ class Worker:
             if op == "hook":
                 go, _ = wire.recv(conn, time.monotonic() + GO_SECS)
                 if go.get("go") is True:
-                    wire.send(conn, self._hook(header, blob, go.get("budget")), timeout=10.0)
+                    hooks.run(header, blob, go.get("budget"), hooks.Answer(conn))
             else:
                 answer, data = self._model(op, header)
                 wire.send(conn, answer, data, timeout=10.0)
@@ -234,27 +232,6 @@ class Worker:
             self.run_lock.release()
             if rss_mb() > MAX_RSS_MB:
                 self.stop(f"its memory grew past {MAX_RSS_MB} MB")
-
-    def _hook(self, header: dict, raw: bytes, budget: object) -> dict:
-        from subcog_store.hook import entry
-
-        env = header.get("env")
-        if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
-            return {"ok": False, "error": "no environment"}
-        env = dict(env)
-        if isinstance(budget, (int, float)) and not isinstance(budget, bool):
-            env["SUBCOG_HOOK_BUDGET_SECS"] = repr(float(budget))
-        opts = {"event": header.get("event"), "dry_run": bool(header.get("dry_run")),
-                "format": header.get("format") or "default", "db": header.get("db")}
-        started = time.perf_counter()
-        try:
-            with applied(env, str(header.get("cwd")), int(header.get("umask", 0o022))):
-                out = entry.run(opts["event"], opts, raw, use_model=True)
-                hook_log.info("worker %d: %s answered in %.0f ms", os.getpid(), opts["event"],
-                              (time.perf_counter() - started) * 1000)
-        except (OSError, ValueError) as e:   # its directory is gone, its environment unusable: it runs the hook
-            return {"ok": False, "error": f"cannot take on the caller's directory or environment: {e}"}
-        return {"ok": True, "out": out}
 
     def _model(self, op: str, header: dict) -> tuple[dict, bytes]:
         from subcog_store.model import provider
@@ -292,36 +269,6 @@ def rss_mb() -> int:
         return 0
 
 
-@contextmanager
-def applied(env: dict[str, str], cwd: str, umask: int) -> Iterator[None]:
-    """The caller's environment, working directory and umask, and a clean log set-up, for one request."""
-    root = logging.getLogger("subcog_store")
-    handlers = list(root.handlers)
-    home_cwd, home_env = os.getcwd(), dict(os.environ)
-    tz_changed = home_env.get("TZ") != env.get("TZ")
-    os.chdir(cwd)   # may raise: nothing is changed yet
-    old_mask = os.umask(umask & 0o777)
-    try:
-        os.environ.clear()
-        os.environ.update(env)
-        if tz_changed:
-            time.tzset()
-        yield
-    finally:
-        for handler in [h for h in root.handlers if h not in handlers]:
-            root.removeHandler(handler)
-            try:
-                handler.close()   # the flush may fail (a log on /dev/full): the answer still goes out
-            except OSError:
-                pass
-        os.environ.clear()
-        os.environ.update(home_env)
-        if tz_changed:
-            time.tzset()
-        os.umask(old_mask)
-        os.chdir(home_cwd)
-
-
 def _own_log() -> None:
     """The worker's own lines go to the hook log of the environment that started it."""
     from subcog_store.config import hook_log_path
@@ -345,6 +292,7 @@ def main(argv: list[str]) -> int:
     from subcog_store.errors import ConfigError
 
     os.chdir("/")   # never hold on to the starter's directory (each request enters its caller's)
+    sys.setswitchinterval(SWITCH_SECS)
     _own_log()
     paths = wire.Paths()
     lock_fd = int(argv[argv.index("--lock-fd") + 1]) if "--lock-fd" in argv else None
