@@ -349,6 +349,7 @@ def worker_section(tmp: Path, base: Path, pre: Path, transcript: Path, reps: int
     said_by: dict[str, str] = {}
     db, log_file = tmp / "w.db", tmp / "hook.log"
     fallbacks = 0
+    reasons: dict[str, int] = {}
 
     def warm(key: str, db_path: Path, stdin: bytes, event: str = "pre-compact", expect: str | None = None) -> None:
         nonlocal fallbacks
@@ -358,6 +359,11 @@ def worker_section(tmp: Path, base: Path, pre: Path, transcript: Path, reps: int
         worker_ms = _worker_ms(log_file, mark)
         if worker_ms is None:
             fallbacks += 1
+            with open(log_file, "rb") as f:
+                f.seek(mark)
+                why = re.findall(r"worker: (.*?); running \S+ in process", f.read().decode(errors="replace"))
+            reasons[f"{key}: {why[-1] if why else 'no reason logged'}"] = \
+                reasons.get(f"{key}: {why[-1] if why else 'no reason logged'}", 0) + 1
         else:
             inside[key].append(worker_ms)
         said_by[key] = said[:80]
@@ -422,7 +428,8 @@ def worker_section(tmp: Path, base: Path, pre: Path, transcript: Path, reps: int
              said_by.get(k, "-")] for k, v in times.items()]
     notes = [f"worker memory after the warm rows: {status.get('rss_mb', '?')} MB RSS, "
              f"{status.get('requests', '?')} requests served",
-             f"warm runs that fell back in process (no 'answered' line in the hook log): {fallbacks}"]
+             f"warm runs that fell back in process (no 'answered' line in the hook log): {fallbacks}"
+             + "".join(f"; {why} ({n})" for why, n in reasons.items())]
     return rows, p50, notes
 
 
@@ -523,6 +530,9 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [1000] if args.quick else [int(s) for s in args.sizes.split(",")]
     log = lambda *a: print(*a, file=sys.stderr, flush=True)  # noqa: E731
 
+    import compileall   # hooks run from byte-compiled modules, as installed (`make setup` compiles them too)
+
+    compileall.compile_dir(str((TREE or ROOT) / "subcog_store"), quiet=1)
     with tempfile.TemporaryDirectory(prefix="bench-hook-") as tmp_name:
         tmp = Path(tmp_name)
         (tmp / "run").mkdir(mode=0o700)

@@ -541,6 +541,36 @@ def test_a_capture_answers_first_then_stores_what_in_process_would(rt):
                                            "SessionStart"))
 
 
+def test_a_recall_hook_answers_before_its_log_row_which_follows(rt):
+    """The worker answers a prompt with its output, then writes recall_log; the next prompt of the session
+    (queued behind it) sees that row and does not inject the same memories again, as in process."""
+    db = rt.tmp / "s.db"
+    output(hook(rt.with_env(SUBCOG_WORKER_ENABLED="false"), db, payload(sample(rt.tmp, "session-a"))))
+    prompt = json.dumps({"session_id": "later", "transcript_path": "/x.jsonl", "cwd": "/home/dev/shop",
+                         "hook_event_name": "UserPromptSubmit",
+                         "prompt": "How do we pool connections for the checkout database?"}).encode()
+    outs = {}
+    for way in MODES:
+        env = rt.with_env(SUBCOG_WORKER_ENABLED="false") if way == "in-process" else rt.env
+        if way == "worker":
+            rt.start()
+            output(hook(env, db, start_payload("warm-up", "startup"), sub="session-start"), "SessionStart")
+        target = rt.tmp / f"{way}.db"
+        shutil.copyfile(db, target)
+        mark = len(rt.log_text())
+        first = output(hook(env, target, prompt, sub="user-prompt-submit"), "UserPromptSubmit")
+        second = output(hook(env, target, prompt, sub="user-prompt-submit"), "UserPromptSubmit")
+        if way == "worker":
+            assert rt.log_text()[mark:].count(": user-prompt-submit answered in ") == 2
+            wait_for(lambda: not client.request("status", paths=rt.paths)[0].get("busy"), timeout=10)
+        logged = rows(target, "select hook, memory_ids from recall_log where hook = 'user-prompt-submit' order by id")
+        outs[way] = (first, second, logged)
+    assert outs["worker"][0] and "PgBouncer" in outs["worker"][0]
+    assert outs["worker"][1] == "" and outs["in-process"][1] == ""   # given once per session
+    assert [h for h, _ in outs["worker"][2]] == ["user-prompt-submit"] * 2
+    assert json.loads(outs["worker"][2][0][1]) and json.loads(outs["worker"][2][1][1]) == []
+
+
 def test_a_worker_killed_after_answering_loses_nothing(rt):
     """Killed while it finishes a capture it already answered for: the pending record makes a later capture hook
     (another session, in process) redo it from the saved offset, and the store ends as the in-process one."""

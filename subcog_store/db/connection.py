@@ -17,17 +17,23 @@ BUSY_TIMEOUT_MS = 10_000
 MMAP_BYTES = 1 << 30
 
 
+_VEC0: list[str] = []   # found once per process (the worker opens a store for every hook)
+
+
 def vec0_path() -> str:
     """Path of sqlite-vec's loadable extension (what the stock shell's `.load` takes).
 
     Found without importing the `sqlite_vec` package, whose import pulls in numpy (~0.25 s of cold start).
     """
+    if _VEC0:
+        return _VEC0[0]
     import importlib.util
 
     spec = importlib.util.find_spec("sqlite_vec")
     if spec is None or not spec.submodule_search_locations:
         raise DatabaseError("sqlite-vec is not installed")
-    return str(Path(next(iter(spec.submodule_search_locations))) / "vec0")
+    _VEC0.append(str(Path(next(iter(spec.submodule_search_locations))) / "vec0"))
+    return _VEC0[0]
 
 
 def _register(con: apsw.Connection) -> None:

@@ -52,10 +52,10 @@ def fallback(event: str | None, error: BaseException, fmt: str | None = "default
 
 
 def run(event: str | None, opts: dict, raw: bytes, db: str | None = None, *, note: str | None = None,
-        use_model: bool = False, on_recorded=None) -> str:
+        use_model: bool = False, on_recorded=None, on_answer=None) -> str:
     """The hook's work in this process (the worker runs it too); returns what to print. Never raises.
     `note`: why the worker did not run it (logged); `use_model`: the prompt hook may load the model;
-    `on_recorded`: see `handlers.dispatch` (the worker's answer before a capture has finished)."""
+    `on_recorded`, `on_answer`: see `handlers.dispatch` (the worker's answer before the hook has finished)."""
     try:
         from pathlib import Path
 
@@ -67,7 +67,8 @@ def run(event: str | None, opts: dict, raw: bytes, db: str | None = None, *, not
         path = opts.get("db") or db
         db_path = Path(path) if path else handlers.default_db()
         return handlers.dispatch(event, raw, db_path, dry_run=bool(opts.get("dry_run")),
-                                 fmt=opts.get("format") or "default", use_model=use_model, on_recorded=on_recorded)
+                                 fmt=opts.get("format") or "default", use_model=use_model, on_recorded=on_recorded,
+                                 on_answer=on_answer)
     except BaseException as e:  # noqa: BLE001 - the user's session must go on
         try:
             import logging

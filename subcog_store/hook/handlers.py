@@ -80,10 +80,11 @@ def domain_of(payload: dict) -> str:
 
 
 def dispatch(event: str | None, raw: bytes, db: Path, *, dry_run: bool = False, fmt: str = "default",
-             use_model: bool = False, on_recorded=None) -> str:
+             use_model: bool = False, on_recorded=None, on_answer=None) -> str:
     """Run one hook; returns what to print (may be empty). Raises only on our own bugs (the entry catches).
     `use_model`: the prompt hook may load the model (the warm worker), else it uses it only when loaded.
-    `on_recorded`: a transcript capture records itself as pending, then calls this (the worker may answer)."""
+    `on_recorded`: a transcript capture records itself as pending, then calls this (the worker may answer);
+    `on_answer(output)`: a recall hook calls it with its output before it writes `recall_log`."""
     from subcog_store.errors import ConfigError
 
     if event in ("pre-compact", "session-end", "post-compact"):
@@ -108,8 +109,8 @@ def dispatch(event: str | None, raw: bytes, db: Path, *, dry_run: bool = False, 
             return ""
         try:
             if event == "session-start":
-                return recall_hooks.session_start(payload, db)
-            return recall_hooks.user_prompt_submit(payload, db, use_model=use_model)
+                return recall_hooks.session_start(payload, db, on_answer=on_answer)
+            return recall_hooks.user_prompt_submit(payload, db, use_model=use_model, on_answer=on_answer)
         except Exception as e:  # noqa: BLE001 - fail open: nothing injected, the reason in the log
             log.warning("%s failed: %s: %s", event, type(e).__name__, e)
             return ""

@@ -7,7 +7,7 @@
   runs after this one).
 - user-prompt-submit: the memories relevant to the prompt, or nothing.
 Both answer with `hookSpecificOutput.additionalContext` (or print nothing) and record what they gave in
-`recall_log`. The prompt hook uses the model only when it is already loaded in this process (the warm worker);
+`recall_log` (in the warm worker after the answer has gone out: `on_answer`). The prompt hook uses the model only when it is already loaded in this process (the warm worker);
 otherwise the text side answers alone and `recall_log` says so.
 """
 from __future__ import annotations
@@ -49,8 +49,9 @@ def _begin(payload: dict, db: Path, store_factory) -> tuple[str | None, str, flo
     return session_id, domain_of(payload), time.perf_counter(), (store_factory or _open)(db)
 
 
-def session_start(payload: dict, db: Path, store_factory=None) -> str:
-    """The additionalContext for a new context window (see the module docstring); "" for nothing."""
+def session_start(payload: dict, db: Path, store_factory=None, on_answer=None) -> str:
+    """The additionalContext for a new context window (see the module docstring); "" for nothing.
+    `on_answer(output)`: called with the output before `recall_log` is written (the worker answers then)."""
     from subcog_store.recall import inject
 
     source = payload.get("source")
@@ -78,9 +79,15 @@ def session_start(payload: dict, db: Path, store_factory=None) -> str:
                 parts.append(recall.text)
         text = "\n\n".join(parts)
         recall.text = text
+        _answer(on_answer, _output("SessionStart", text))
         inject.log(store, recall, hook=f"session-start:{source}", domain=domain, session_id=session_id, query=None,
                    started=started)
     return _output("SessionStart", text)
+
+
+def _answer(on_answer, output: str) -> None:
+    if on_answer is not None:
+        on_answer(output)
 
 
 def _take_report(store, session_id: str) -> str:
@@ -97,8 +104,10 @@ def _take_report(store, session_id: str) -> str:
     return REPORT_HEADER + "\n" + markdown(json.loads(row[1]))
 
 
-def user_prompt_submit(payload: dict, db: Path, use_model: bool = False, store_factory=None) -> str:
-    """The additionalContext for a prompt: relevant memories past the abstain gate, or "" (most prompts)."""
+def user_prompt_submit(payload: dict, db: Path, use_model: bool = False, store_factory=None,
+                       on_answer=None) -> str:
+    """The additionalContext for a prompt: relevant memories past the abstain gate, or "" (most prompts);
+    `on_answer` as for `session_start`."""
     from subcog_store.errors import InvalidInput
     from subcog_store.recall import inject
 
@@ -117,6 +126,7 @@ def user_prompt_submit(payload: dict, db: Path, use_model: bool = False, store_f
                                                use_model=use_model or store.model_loaded)
             except InvalidInput as e:   # all stopwords, punctuation, a lone surrogate
                 recall = inject.Recall(reason=f"nothing to search: {e}")
+        _answer(on_answer, _output("UserPromptSubmit", recall.text))
         inject.log(store, recall, hook="user-prompt-submit", domain=domain, session_id=session_id,
                    query=prompt if isinstance(prompt, str) else None, started=started)
     return _output("UserPromptSubmit", recall.text)

@@ -1,8 +1,8 @@
 """A hook request in the warm worker: the caller's environment, working directory and umask applied for its
 duration (config reads os.environ; requests never overlap, so that is safe), the log records of the run sent to
-the caller's hook log, and the answer: at once, or, for a transcript capture, when it is done or after
-SUBCOG_HOOK_ANSWER_SECS once it has recorded itself as pending (hook/capture.py), the capture then finishing
-before the request lets go of the worker's run lock.
+the caller's hook log, and the answer: for a recall hook as soon as its output is known (its recall_log row
+written after), for a transcript capture when it is done or after SUBCOG_HOOK_ANSWER_SECS once it has recorded
+itself as pending (hook/capture.py); what is left finishes before the request lets go of the worker's run lock.
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from subcog_store.worker import protocol as wire
 log = logging.getLogger("subcog_store.worker")
 hook_log = logging.getLogger("subcog_store.hook")
 BACKGROUND_EVENTS = ("pre-compact", "session-end")   # transcript captures: pending first, so none is lost
+RECALL_EVENTS = ("session-start", "user-prompt-submit")   # answered before their recall_log row is written
 
 
 class Answer:
@@ -69,42 +70,53 @@ def run(header: dict, raw: bytes, budget: object, answer: "Answer") -> None:
 
 
 def _run(opts: dict, raw: bytes, answer: "Answer") -> None:
-    """Run the hook; a transcript capture answers once it is done or after SUBCOG_HOOK_ANSWER_SECS, once it
-    has recorded itself as pending, and then finishes (the request holds the run lock until it has)."""
+    """Run the hook. A transcript capture answers once it is done or after SUBCOG_HOOK_ANSWER_SECS, once it has
+    recorded itself as pending; a recall hook once its output is known (its recall_log row follows). The rest
+    finishes before the request lets go of the run lock."""
     from subcog_store.hook import entry
 
     started, event = time.perf_counter(), opts["event"]
-    wait = None if opts["dry_run"] or event not in BACKGROUND_EVENTS else answer_secs()
-    if wait is None:
+    capture = event in BACKGROUND_EVENTS and not opts["dry_run"]
+    if not capture and event not in RECALL_EVENTS:
         out = entry.run(event, opts, raw, use_model=True)
         hook_log.info("worker %d: %s answered in %.0f ms", os.getpid(), event, (time.perf_counter() - started) * 1000)
         answer({"ok": True, "out": out})
         return
-    ready, result = threading.Event(), {}
+    ready, result, early = threading.Event(), {}, {}
 
-    def capture() -> None:
+    def given(out: str) -> None:
+        early["out"] = out
+        ready.set()
+
+    def work() -> None:
         try:
-            result["out"] = entry.run(event, opts, raw, use_model=True, on_recorded=ready.set)
+            hand = {"on_recorded": ready.set} if capture else {"on_answer": given}
+            result["out"] = entry.run(event, opts, raw, use_model=True, **hand)
         finally:
             ready.set()
 
-    job = threading.Thread(target=capture, name="subcog-capture", daemon=True)
+    job = threading.Thread(target=work, name=f"subcog-{event}", daemon=True)
     job.start()
-    job.join(wait)
-    ready.wait()   # recorded as pending (or done, or failed before): an answer now loses nothing
+    if capture:
+        job.join(answer_secs())
+    ready.wait()   # recorded as pending, the output known, or done: an answer now loses nothing
     done = "out" in result
-    if not done:
+    if done:
+        out = result["out"]
+    elif "out" in early:
+        out = early["out"]
+    else:
         from subcog_store.hook.report import capture_output
 
-        answer({"ok": True, "out": capture_output(None, event, opts["format"])})
-    else:
-        answer({"ok": True, "out": result["out"]})
+        out = capture_output(None, event, opts["format"])
     hook_log.info("worker %d: %s answered in %.0f ms%s", os.getpid(), event, (time.perf_counter() - started) * 1000,
-                  "" if done else " (finishing in the background)")
+                  " (finishing in the background)" if capture and not done else "")
+    answer({"ok": True, "out": out})
     if not done:
         job.join()
-        hook_log.info("worker %d: %s finished in the background %.0f ms after the request", os.getpid(), event,
-                      (time.perf_counter() - started) * 1000)
+        if capture:
+            hook_log.info("worker %d: %s finished in the background %.0f ms after the request", os.getpid(), event,
+                          (time.perf_counter() - started) * 1000)
 
 
 @contextmanager
