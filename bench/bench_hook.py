@@ -178,6 +178,21 @@ def corpus_vectors(n: int, log) -> tuple[list[str], np.ndarray, str]:
 
 
 def build_store(path: Path, sentences: list[str], vectors: np.ndarray) -> None:
+    """A store of these memories, built by the code the hooks run (with --tree, that tree's, in a subprocess:
+    a store of a newer schema is refused by older code)."""
+    if TREE:
+        np.save(path.with_suffix(".npy"), vectors)
+        path.with_suffix(".json").write_text(json.dumps(sentences), encoding="utf-8")
+        code = ("import json, sys, numpy as np; from bench.bench_hook import build_store; from pathlib import Path; "
+                "p = Path(sys.argv[1]); build_store(p, json.loads(p.with_suffix('.json').read_text()), "
+                "np.load(p.with_suffix('.npy')))")
+        environ = {**os.environ, "PYTHONPATH": f"{TREE}{os.pathsep}{ROOT}"}
+        subprocess.run([sys.executable, "-c", code, str(path)], check=True, env=environ, cwd=tempfile.gettempdir())
+        return
+    _build_store(path, sentences, vectors)
+
+
+def _build_store(path: Path, sentences: list[str], vectors: np.ndarray) -> None:
     from subcog_store.clock import iso
     from subcog_store.db.connection import connect, immediate
     from subcog_store.db.memories import add_vector
