@@ -85,4 +85,22 @@ def diagnose(con: apsw.Connection, *, worker: bool = False) -> list[Finding]:
     add("one_active_per_hash", [f"{r[0]}/{r[1]}/{r[2][:16]}" for r in con.execute(q("duplicate_active_hashes"))],
         "scopes with the same content active twice")
     add("successor_exists", ids("dangling_successors"), "retired memories pointing at a missing successor")
+    add("no_capture_left_pending", pending_left(con),
+        "transcript captures left pending by a warm worker that died (the next capture hook redoes them)")
     return findings + ([worker_finding()] if worker else [])
+
+
+def pending_left(con: apsw.Connection) -> list[str]:
+    """Captures recorded as pending longer ago than a worker could still be finishing them (none on a store
+    older than migration 010)."""
+    import time
+
+    from subcog_store.clock import iso
+    from subcog_store.hook.pending import STALE_SECS
+
+    try:
+        return [r[0] for r in con.execute(q("pending_captures_left"), {"before": iso(time.time() - STALE_SECS)})]
+    except apsw.SQLError as e:
+        if "hook_pending" not in str(e):
+            raise
+        return []

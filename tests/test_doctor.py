@@ -70,7 +70,18 @@ def test_fresh_store_passes(store) -> None:
     assert {f.check for f in findings} == {
         "schema_version", "sqlite_integrity", "active_memory_has_vector", "vector_has_active_memory",
         "vector_scope_matches", "vector_bits_match", "stored_hash_matches_content", "one_active_per_hash",
-        "successor_exists"}
+        "successor_exists", "no_capture_left_pending"}
+
+
+def test_a_capture_left_pending_is_reported_once_stale(store) -> None:
+    from subcog_store.hook import pending
+
+    pending.mark(store, "s1", "/t/a.jsonl", {"session_id": "s1", "transcript_path": "/t/a.jsonl"})
+    assert failed(store.con) == {}   # just recorded: its worker may still be on it
+    store.con.execute("update hook_pending set queued_at = '2000-01-01T00:00:00.000Z'")
+    assert failed(store.con) == {"no_capture_left_pending": ["s1 /t/a.jsonl"]}
+    pending.clear(store, "s1", "/t/a.jsonl")
+    assert failed(store.con) == {}
 
 
 def test_store_with_captures_passes(seeded) -> None:
