@@ -377,8 +377,8 @@ def worker_section(tmp: Path, base: Path, pre: Path, transcript: Path, reps: int
             with open(log_file, "rb") as f:
                 f.seek(mark)
                 why = re.findall(r"worker: (.*?); running \S+ in process", f.read().decode(errors="replace"))
-            reasons[f"{key}: {why[-1] if why else 'no reason logged'}"] = \
-                reasons.get(f"{key}: {why[-1] if why else 'no reason logged'}", 0) + 1
+            reason = f"{key}: {why[-1] if why else 'no reason logged'}"
+            reasons[reason] = reasons.get(reason, 0) + 1
         else:
             inside[key].append(worker_ms)
         said_by[key] = said[:80]

@@ -606,7 +606,8 @@ def test_a_pending_capture_of_a_vanished_transcript_is_dropped(rt):
     output(hook(local, db, payload(transcript(rt.tmp, ["Hello."], name="first.jsonl"), "first")))
     with apsw.Connection(str(db)) as con:
         con.execute("insert into hook_pending values ('old', ?, ?, '2000-01-01T00:00:00.000Z')",
-                    (str(gone), json.dumps({"session_id": "old", "transcript_path": str(gone), "event": "session-end"})))
+                    (str(gone), json.dumps({"session_id": "old", "transcript_path": str(gone),
+                                            "event": "session-end"})))
     gone.unlink()
     output(hook(local, db, payload(transcript(rt.tmp, ["Hi."], name="second.jsonl"), "second")))
     assert rows(db, "select count(*) from hook_pending") == [(0,)]
@@ -779,7 +780,8 @@ def connect(rt: Runtime) -> socket.socket:
     return s
 
 
-JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.text()
+                           | st.floats(allow_nan=False, allow_infinity=False),
                            lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(), c, max_size=4),
                            max_leaves=12)
 

@@ -143,10 +143,10 @@ def _redo(pending: dict, options: HookOptions, started: float, deadline: float) 
     """Finish a capture a dead worker left pending (from its saved offset; never raises)."""
     from dataclasses import replace
 
-    event = pending.get("event") if pending.get("event") in ("pre-compact", "session-end") else "pre-compact"
-    log.info("redoing a pending %s capture of session=%s", event, pending.get("session_id"))
     from subcog_store.hook.handlers import log_path
 
+    event = pending.get("event") if pending.get("event") in ("pre-compact", "session-end") else "pre-compact"
+    log.info("redoing a pending %s capture of session=%s", event, pending.get("session_id"))
     redo = Run(dry_run=False, log=str(log_path()), trigger=pending.get("trigger") or event)
     try:
         capture_payload(pending, replace(options, event=event, on_recorded=None), redo, started, deadline,
@@ -229,9 +229,13 @@ def _capture_transcript(run: Run, options: HookOptions, started: float, deadline
         keep_to_budget(store, deadline)
         session_key = run.session_id or ""
         if (options.on_recorded or redo) and not options.dry_run:
-            hook_pending.mark(store, session_key, run.transcript_path, pending)
-            if options.on_recorded:
-                options.on_recorded()
+            try:
+                hook_pending.mark(store, session_key, run.transcript_path, pending)
+            except apsw.Error as e:   # not recorded: the worker answers when the capture is done
+                log.warning("capture not recorded as pending: %s: %s", type(e).__name__, e)
+            else:
+                if options.on_recorded:
+                    options.on_recorded()
         offset, chars = _stored_offset(store, session_key, run.transcript_path)
         run.first_run = offset == 0 and chars == 0
         try:

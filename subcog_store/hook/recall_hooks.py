@@ -7,8 +7,9 @@
   runs after this one).
 - user-prompt-submit: the memories relevant to the prompt, or nothing.
 Both answer with `hookSpecificOutput.additionalContext` (or print nothing) and record what they gave in
-`recall_log` (in the warm worker after the answer has gone out: `on_answer`). The prompt hook uses the model only when it is already loaded in this process (the warm worker);
-otherwise the text side answers alone and `recall_log` says so.
+`recall_log` (in the warm worker after the answer has gone out: `on_answer`). The prompt hook uses the model
+only when it is already loaded in this process (the warm worker); otherwise the text side answers alone and
+`recall_log` says so.
 """
 from __future__ import annotations
 

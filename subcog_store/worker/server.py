@@ -2,10 +2,10 @@
 and runs whole hooks (`hook.entry.run`, the same function a hook runs in process) and embeddings for fresh
 processes, one at a time, over a Unix socket only its user can open.
 
-A hook request runs as `worker.hooks` says (the caller's environment, directory and umask; a transcript capture
-may answer before it has finished). The worker exits after SUBCOG_WORKER_IDLE_SECS without a request, when its code or model files change
-(checked every VERSION_CHECK_SECS), when its socket is removed or replaced, on SIGTERM/SIGINT/SIGHUP and on
-`stop`; it removes its socket and pid file on the way out. It never opens a port.
+A hook request runs as `worker.hooks` says (the caller's environment, directory and umask; a hook may answer
+before it has finished). The worker exits after SUBCOG_WORKER_IDLE_SECS without a request, when its code or
+model files change (checked every VERSION_CHECK_SECS), when its socket is removed or replaced, on
+SIGTERM/SIGINT/SIGHUP and on `stop`; it removes its socket and pid file on the way out. It never opens a port.
 """
 from __future__ import annotations
 
