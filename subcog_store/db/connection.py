@@ -113,14 +113,31 @@ def connect(path: str | os.PathLike, *, readonly: bool = False, migrate: bool = 
         con.execute(f"pragma mmap_size = {MMAP_BYTES}")
         if not readonly:
             if path != ":memory:":
-                con.execute("pragma journal_mode = wal")
+                _while_busy(lambda: con.execute("pragma journal_mode = wal"))
             con.execute("pragma synchronous = normal")
             if migrate:
-                migrate_to_latest(con)
+                _while_busy(lambda: migrate_to_latest(con))
     except apsw.Error as e:
         con.close()
         raise DatabaseError(_describe(path, e)) from None
     return con
+
+
+def _while_busy(action):
+    """`action` again, for up to the busy timeout, while another process holds a lock SQLite reports at once
+    instead of waiting for (processes setting up one new file together: switching it to WAL and migrating
+    each want the whole file, and one of two such connections is told "busy" without its busy handler)."""
+    import random
+    import time
+
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            return action()
+        except apsw.BusyError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(random.uniform(0.002, 0.02))
 
 
 def schema_version(con: apsw.Connection) -> int:
