@@ -91,16 +91,11 @@ def diagnose(con: apsw.Connection, *, worker: bool = False) -> list[Finding]:
 
 
 def pending_left(con: apsw.Connection) -> list[str]:
-    """Captures recorded as pending longer ago than a worker could still be finishing them (none on a store
-    older than migration 010)."""
+    """Captures recorded as pending longer ago than a worker could still be finishing them."""
     import time
 
     from subcog_store.clock import iso
-    from subcog_store.hook.pending import STALE_SECS
+    from subcog_store.hook import pending
 
-    try:
-        return [r[0] for r in con.execute(q("pending_captures_left"), {"before": iso(time.time() - STALE_SECS)})]
-    except apsw.SQLError as e:
-        if "hook_pending" not in str(e):
-            raise
-        return []
+    return [f"{p.get('session_id', '')} {p['transcript_path']}"
+            for p in pending.recorded_before(con, iso(time.time() - pending.STALE_SECS))]

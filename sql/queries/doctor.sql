@@ -55,10 +55,3 @@ union
 select b.rowid
 from memory_bits_rowids b
 where not exists (select 1 from memory_vectors_rowids v where v.rowid = b.rowid);
-
--- name: pending_captures_left
--- Transcript captures recorded as pending before :before and never saved (their worker died).
-select session_id || ' ' || transcript_path
-from hook_pending
-where queued_at < :before
-order by queued_at;

@@ -62,7 +62,8 @@ where session_id = :session_id
   and transcript_path = :transcript_path;
 
 -- name: stale_hook_pending
--- Captures recorded as pending before :before and never saved (their worker died): the oldest first.
+-- Captures recorded as pending before :before and never saved (their worker died): the oldest first, at most
+-- :limit (-1: all).
 select
   payload
 from hook_pending

@@ -93,7 +93,7 @@ def dispatch(event: str | None, raw: bytes, db: Path, *, dry_run: bool = False, 
 
         try:
             options = HookOptions.from_env(db, dry_run=dry_run, event=event)
-            options.on_recorded = on_recorded if event != "post-compact" else None
+            options.on_recorded = on_recorded
         except ConfigError as e:
             log.warning("%s: bad setting: %s", event, e)
             return capture_output(None, event, fmt, problem=str(e))

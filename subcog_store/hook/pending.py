@@ -35,11 +35,15 @@ def clear(store, session_key: str, path: str, in_transaction: bool = False) -> N
 
 
 def stale(store, budget_secs: float) -> list[dict]:
-    """The hook inputs of pending captures older than their worker could still be running, oldest first
-    (best effort: [] when they cannot be read)."""
-    before = iso(store.clock() - max(STALE_SECS, 2 * budget_secs))
+    """The hook inputs of pending captures older than their worker could still be running (at most REDO_MAX)."""
+    return recorded_before(store.con, iso(store.clock() - max(STALE_SECS, 2 * budget_secs)), REDO_MAX)
+
+
+def recorded_before(con, before: str, limit: int = -1) -> list[dict]:
+    """The hook inputs of captures recorded as pending before `before` (ISO), oldest first; best effort: []
+    when they cannot be read (a store older than migration 010 has none)."""
     try:
-        rows = store.con.execute(q("stale_hook_pending"), {"before": before, "limit": REDO_MAX}).fetchall()
+        rows = con.execute(q("stale_hook_pending"), {"before": before, "limit": limit}).fetchall()
         found = [json.loads(row[0]) for row in rows]
     except Exception as e:  # noqa: BLE001 - an unreadable row: the next hook sees it again
         log.warning("pending captures not read: %s: %s", type(e).__name__, e)

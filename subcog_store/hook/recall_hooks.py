@@ -78,17 +78,19 @@ def session_start(payload: dict, db: Path, store_factory=None, on_answer=None) -
             recall = inject.start_index(store, domain, session_id, budget_tokens=max(0, budget), header=header)
             if recall.text:
                 parts.append(recall.text)
-        text = "\n\n".join(parts)
-        recall.text = text
-        _answer(on_answer, _output("SessionStart", text))
+        recall.text = "\n\n".join(parts)
+        out = _answer(on_answer, "SessionStart", recall.text)
         inject.log(store, recall, hook=f"session-start:{source}", domain=domain, session_id=session_id, query=None,
                    started=started)
-    return _output("SessionStart", text)
+    return out
 
 
-def _answer(on_answer, output: str) -> None:
+def _answer(on_answer, event: str, text: str) -> str:
+    """The hook's output, handed to `on_answer` first when there is one."""
+    out = _output(event, text)
     if on_answer is not None:
-        on_answer(output)
+        on_answer(out)
+    return out
 
 
 def _take_report(store, session_id: str) -> str:
@@ -127,7 +129,7 @@ def user_prompt_submit(payload: dict, db: Path, use_model: bool = False, store_f
                                                use_model=use_model or store.model_loaded)
             except InvalidInput as e:   # all stopwords, punctuation, a lone surrogate
                 recall = inject.Recall(reason=f"nothing to search: {e}")
-        _answer(on_answer, _output("UserPromptSubmit", recall.text))
+        out = _answer(on_answer, "UserPromptSubmit", recall.text)
         inject.log(store, recall, hook="user-prompt-submit", domain=domain, session_id=session_id,
                    query=prompt if isinstance(prompt, str) else None, started=started)
-    return _output("UserPromptSubmit", recall.text)
+    return out
