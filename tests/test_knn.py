@@ -1,11 +1,12 @@
 """The semantic KNN (db/knn.py) against numpy brute force: every neighbour at or above the floor, in order, by
-each of its paths (complete, proved, second pass, float scan)."""
+each of its paths (complete, proved, second pass, float scan), with candidates from vec0 and from the sign bits
+a long-lived process keeps in memory (db/bitcache.py)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from subcog_store.db import knn
+from subcog_store.db import bitcache, knn
 from subcog_store.db import memories as writer
 from subcog_store.db.connection import immediate
 
@@ -43,10 +44,20 @@ def brute_force(vectors: np.ndarray, ids: list[str], query: np.ndarray, k: int) 
     return [(ids[i], float(sims[i])) for i in order]
 
 
+def nearest(store, query: np.ndarray, k: int, namespace: str = "decisions", domain: str = "project"):
+    """knn.nearest, from the in-memory sign bits when the cache is on (it must then be used)."""
+    cached = bitcache.enabled()
+    if cached:
+        assert bitcache.warm(store.con, namespace, domain)
+    hits, how = knn.nearest(store.con, query, namespace, domain, k, FLOOR)
+    assert how.startswith("cached ") == cached, how
+    return hits, how.removeprefix("cached ")
+
+
 def assert_exact_above_floor(store, vectors, ids, queries, k: int = 5) -> set[str]:
     paths = set()
     for query in queries:
-        hits, how = knn.nearest(store.con, query, "decisions", "project", k, FLOOR)
+        hits, how = nearest(store, query, k)
         paths.add(how)
         want = [(i, s) for i, s in brute_force(vectors, ids, query, k) if s >= FLOOR]
         got = [(h.memory_id, h.similarity) for h in hits if h.similarity >= FLOOR]
@@ -56,8 +67,12 @@ def assert_exact_above_floor(store, vectors, ids, queries, k: int = 5) -> set[st
     return paths
 
 
-@pytest.fixture
-def vector_store(make_store, tiny_embedder):
+@pytest.fixture(params=["vec0", "cached"])
+def vector_store(request, make_store, tiny_embedder, monkeypatch):
+    if request.param == "cached":
+        monkeypatch.setattr(bitcache, "MIN_ROWS", 0)
+        bitcache.enable()
+        request.addfinalizer(lambda: (bitcache.enable(False), bitcache.clear()))
     return make_store(embedder_=tiny_embedder)
 
 
@@ -66,7 +81,7 @@ def test_small_scope_is_complete(vector_store) -> None:
     vectors = clustered(120, seed=1)
     ids = fill(vector_store, vectors)
     assert assert_exact_above_floor(vector_store, vectors, ids, vectors[:20]) == {"complete"}
-    hits, _ = knn.nearest(vector_store.con, vectors[0], "decisions", "project", 5, FLOOR)
+    hits, _ = nearest(vector_store, vectors[0], 5)
     assert hits[0].memory_id == ids[0] and hits[0].similarity == pytest.approx(1.0, abs=1e-5)
 
 
@@ -97,7 +112,7 @@ def test_scopes_do_not_mix(vector_store) -> None:
     fill(vector_store, vectors, namespace="decisions")
     other = fill(vector_store, vectors, namespace="patterns")
     third = fill(vector_store, vectors, domain="elsewhere")
-    hits, _ = knn.nearest(vector_store.con, vectors[0], "decisions", "project", 10, FLOOR)
+    hits, _ = nearest(vector_store, vectors[0], 10)
     assert hits and not {h.memory_id for h in hits} & set(other + third)
 
 
@@ -110,11 +125,12 @@ def test_bits_follow_retire_restore_and_move(vector_store) -> None:
     with immediate(vector_store.con):
         snap = writer.retire(vector_store.con, ids[0], "deleted", "2026-01-02T00:00:00Z")
         writer.move(vector_store.con, ids[1], "elsewhere", "2026-01-02T00:00:00Z")
-    assert knn.nearest(vector_store.con, vectors[0], "decisions", "project", 1, FLOOR)[0][0].memory_id != ids[0]
-    assert knn.nearest(vector_store.con, vectors[1], "decisions", "elsewhere", 1, FLOOR)[0][0].memory_id == ids[1]
+    assert nearest(vector_store, vectors[0], 1)[0][0].memory_id != ids[0]
+    assert nearest(vector_store, vectors[1], 1, domain="elsewhere")[0][0].memory_id == ids[1]
+    assert ids[1] not in {h.memory_id for h in nearest(vector_store, vectors[1], 5)[0]}
     with immediate(vector_store.con):
         writer.restore(vector_store.con, snap)
-    assert knn.nearest(vector_store.con, vectors[0], "decisions", "project", 1, FLOOR)[0][0].memory_id == ids[0]
+    assert nearest(vector_store, vectors[0], 1)[0][0].memory_id == ids[0]
     assert all(f.ok for f in diagnose(vector_store.con)), [f for f in diagnose(vector_store.con) if not f.ok]
 
 

@@ -154,6 +154,7 @@ def add_vector(con: "apsw.Connection", seq: int, namespace: str, domain: str, ve
     params = {"seq": seq, "namespace": namespace, "domain": domain, "embedding": vector}
     con.execute(q("insert_vector"), params)
     con.execute(q("insert_bits"), params)
+    con.execute(q("log_bits"), params)
 
 
 def rebuild_bits(con: "apsw.Connection", seq: int) -> None:
@@ -163,6 +164,7 @@ def rebuild_bits(con: "apsw.Connection", seq: int) -> None:
     if found:
         con.execute(q("insert_bits"), {"seq": seq, "namespace": found[0], "domain": found[1],
                                        "embedding": found[2]})
+        con.execute(q("log_bits"), {"seq": seq})
 
 
 def _delete_vector(con: "apsw.Connection", seq: int) -> None:
@@ -217,6 +219,7 @@ def move(con: "apsw.Connection", memory_id: str, domain: str, now: str) -> Snaps
     con.execute(q("move_memory"), {"id": memory_id, "domain": domain, "now": now})
     con.execute(q("move_vector"), {"seq": before.row["seq"], "domain": domain})
     con.execute(q("move_bits"), {"seq": before.row["seq"], "domain": domain})
+    con.execute(q("log_bits"), {"seq": before.row["seq"]})
     con.execute(q("move_recent_captures"), {"id": memory_id, "domain": domain})
     return before
 

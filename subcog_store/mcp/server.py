@@ -75,9 +75,11 @@ async def serve(tools: Tools, stdin: BinaryIO | None = None) -> None:
 
 def main(db: Path) -> int:
     """Run the server on this process's stdio for the database `db` and the project of the working directory."""
+    from subcog_store.db import bitcache
     from subcog_store.model import provider
 
     provider.use_local()
+    bitcache.enable()   # long-lived: a large scope's sign bits are worth holding (db/bitcache.py)
     tools = Tools(db)
     try:
         anyio.run(serve, tools)

@@ -311,6 +311,9 @@ def main(argv: list[str]) -> int:
     if problem:
         log.warning("worker: not started: %s", problem)
         return 1
+    from subcog_store.db import bitcache
+
+    bitcache.enable()   # long-lived: a large scope's sign bits are worth holding (db/bitcache.py)
     worker = Worker(paths, lock_fd, idle)
     worker.write_pid()
     worker.preload()   # a signal now ends it at once (nothing to clean but the pid file, which `stop` removes)

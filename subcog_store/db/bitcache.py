@@ -1,0 +1,214 @@
+"""Sign bits of large scopes kept in memory by long-lived processes, for the semantic KNN (db/knn.py).
+
+A pass of vec0 over a million sign bits takes ~45 ms and a check needs one or two; numpy's popcount over the
+same bits held in memory takes ~5 ms, and one scan serves both passes. The warm worker and the MCP server turn
+this on (`enable`); a one-shot process never loads a cache, which would cost it more than it saves.
+
+The cache of a scope holds a superset of the scope's sign bits as any connection of this process sees them:
+loaded once in a background thread (until it is ready the checks scan vec0), then brought up to date before
+each use from `bits_log` (migration 011: every row written to memory_bits, in commit order). Rows that left the
+scope stay until the next load: each candidate is re-scored against the memory as it is now (query
+`rescore_candidates`), and extra candidates never break the KNN's completeness argument. A rollback on a
+connection that brought a cache up to date (its revisions may be taken again by other rows), revisions going
+backwards, or a log pruned past the cache's revision drop the cache, which loads again.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import weakref
+from array import array
+
+import apsw
+import numpy as np
+
+from subcog_store.db.connection import connect, read_snapshot
+from subcog_store.db.sqlfiles import q
+
+MIN_ROWS = 50_000       # below this vec0's scan is fast enough (8 ms at 100k) and the memory not worth it
+RECHECK_SECS = 600.0    # a scope found small, or whose load failed, is looked at again after this long
+WORDS = 6               # 384 sign bits as six 64-bit words
+
+log = logging.getLogger(__name__)
+_enabled = False
+_lock = threading.Lock()
+_scopes: dict[tuple[str, str, str], "ScopeBits"] = {}
+_watched: "weakref.WeakSet[apsw.Connection]" = weakref.WeakSet()
+
+
+def enable(on: bool = True) -> None:
+    """Keep the sign bits of large scopes in memory in this process (the warm worker, the MCP server); off,
+    the caches are kept but not used."""
+    global _enabled
+    _enabled = on
+
+
+def enabled() -> bool:
+    return _enabled
+
+
+def clear() -> None:
+    """Drop every cache of this process."""
+    with _lock:
+        _scopes.clear()
+
+
+def forget(path: str) -> None:
+    """Drop the caches of one database file (they load again when next used)."""
+    with _lock:
+        for key in [key for key in _scopes if key[0] == path]:
+            del _scopes[key]
+
+
+class ScopeBits:
+    """The sign bits of one (database, namespace, domain), words in columns, grown by doubling."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.ready = False
+        self.retry_at = 0.0
+        self.rev = 0                    # the newest bits_log revision read
+        self.mark: tuple | None = None  # ... and the memory it logged: it must still be there, the same
+        self.size = 0
+        self.seqs = np.empty(0, dtype=np.int64)
+        self.words = np.empty((WORDS, 0), dtype=np.uint64)
+
+    def fill(self, seqs: array, bits: bytearray, rev: int, mark: tuple | None) -> None:
+        self.seqs = np.frombuffer(seqs, dtype=np.int64).copy()
+        self.words = np.ascontiguousarray(np.frombuffer(bits, dtype=np.uint64).reshape(-1, WORDS).T)
+        self.size, self.rev, self.mark, self.ready = len(self.seqs), rev, mark, True
+
+    def append(self, seq: int, bits: bytes) -> None:
+        if self.size == len(self.seqs):
+            capacity = max(1024, 2 * self.size)
+            self.seqs = np.resize(self.seqs, capacity)
+            words = np.empty((WORDS, capacity), dtype=np.uint64)
+            words[:, :self.size] = self.words[:, :self.size]
+            self.words = words
+        self.seqs[self.size] = seq
+        self.words[:, self.size] = np.frombuffer(bits, dtype=np.uint64)
+        self.size += 1
+
+    def catch_up(self, con: apsw.Connection, namespace: str, domain: str) -> bool:
+        """Bring the cache up to what `con` sees; False when it cannot be and must load again: the entry it read
+        last is gone or another (the log was pruned past it, a rollback gave its revision to another row, the
+        file was replaced) or `con` sees an older log than the cache has read."""
+        with read_snapshot(con):
+            newest = con.execute(q("bits_log_newest")).fetchone()[0]
+            if self.rev and _entry(con, self.rev) != self.mark:
+                return False
+            if newest <= self.rev:
+                return newest == self.rev
+            for _, seq, bits in con.execute(q("bits_since"), {"namespace": namespace, "domain": domain,
+                                                               "after": self.rev, "upto": newest}):
+                self.append(seq, bits)
+            self.rev, self.mark = newest, _entry(con, newest)
+        return True
+
+    def hamming(self, query: bytes) -> np.ndarray:
+        """The Hamming distance of every cached row to the query's sign bits."""
+        n = self.size
+        distance = np.zeros(n, dtype=np.uint16)
+        scratch = np.empty(n, dtype=np.uint64)
+        counts = np.empty(n, dtype=np.uint8)
+        for word, value in zip(self.words, np.frombuffer(query, dtype=np.uint64)):
+            np.bitwise_xor(word[:n], value, out=scratch)
+            np.bitwise_count(scratch, out=counts)
+            np.add(distance, counts, out=distance)
+        return distance
+
+    def nearest(self, distance: np.ndarray, limit: int, max_hamming: int) -> tuple[list[int], int, int]:
+        """The `limit` rows nearest by Hamming distance among those within `max_hamming`: their memory seqs
+        (each once), how many rows that was, and the farthest one's distance."""
+        within = np.flatnonzero(distance <= max_hamming)
+        if len(within) > limit:
+            within = within[np.argpartition(distance[within], limit - 1)[:limit]]
+        if not len(within):
+            return [], 0, 0
+        return np.unique(self.seqs[within]).tolist(), len(within), int(distance[within].max())
+
+
+def lookup(con: apsw.Connection, namespace: str, domain: str) -> ScopeBits | None:
+    """The scope's cache brought up to what `con` sees, or None (not enabled, small, loading, or dropped)."""
+    if not _enabled or not con.filename:
+        return None
+    key = (con.filename, namespace, domain)
+    with _lock:
+        scope = _scopes.get(key)
+        if scope is None or (not scope.ready and scope.retry_at and time.monotonic() > scope.retry_at):
+            scope = _scopes[key] = ScopeBits()
+            threading.Thread(target=_load, args=(key, scope), name="subcog-bitcache", daemon=True).start()
+    if not scope.ready:
+        return None
+    _watch(con)
+    try:
+        with scope.lock:
+            if scope.catch_up(con, namespace, domain):
+                return scope
+    except apsw.Error:   # e.g. a store opened read-only before migration 011: vec0 still answers
+        log.exception("bitcache: cannot bring the cache up to date")
+        scope.ready, scope.retry_at = False, time.monotonic() + RECHECK_SECS
+        return None
+    log.info("bitcache: a scope dropped, to load again")
+    with _lock:
+        if _scopes.get(key) is scope:
+            del _scopes[key]
+    return None
+
+
+def warm(con: apsw.Connection, namespace: str, domain: str, timeout: float = 600.0) -> bool:
+    """Start loading the scope's cache and wait until it is ready (benchmarks, tests); False if it is not."""
+    deadline = time.monotonic() + timeout
+    while lookup(con, namespace, domain) is None:
+        scope = _scopes.get((con.filename, namespace, domain))
+        if time.monotonic() > deadline or (scope is not None and scope.retry_at):
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def _entry(con: apsw.Connection, rev: int) -> tuple | None:
+    row = con.execute(q("bits_log_entry"), {"rev": rev}).fetchone()
+    return tuple(row) if row else None
+
+
+def _watch(con: apsw.Connection) -> None:
+    """A rollback may hand the revisions a cache has read to other rows: drop that file's caches."""
+    with _lock:
+        if con in _watched:
+            return
+        _watched.add(con)
+    path = con.filename
+    con.set_rollback_hook(lambda: forget(path))
+
+
+def _load(key: tuple[str, str, str], scope: ScopeBits) -> None:
+    path, namespace, domain = key
+    started = time.monotonic()
+    try:
+        con = connect(path, readonly=True, migrate=False)
+    except Exception:   # the caller still scans vec0: never let the cache's failure reach a check
+        log.exception("bitcache: cannot open the store")
+        scope.retry_at = time.monotonic() + RECHECK_SECS
+        return
+    try:
+        seqs, bits = array("q"), bytearray()
+        with read_snapshot(con):
+            newest = con.execute(q("bits_log_newest")).fetchone()[0]
+            mark = _entry(con, newest)
+            params = {"namespace": namespace, "domain": domain}
+            if con.execute(q("scope_size"), params).fetchone()[0] < MIN_ROWS:
+                scope.retry_at = time.monotonic() + RECHECK_SECS
+                return
+            for seq, row_bits in con.execute(q("scope_bits"), params):
+                seqs.append(seq)
+                bits += row_bits
+        with scope.lock:
+            scope.fill(seqs, bits, newest, mark)
+        log.info("bitcache: loaded %d rows in %.2f s", len(seqs), time.monotonic() - started)
+    except Exception:
+        log.exception("bitcache: load failed")
+        scope.retry_at = time.monotonic() + RECHECK_SECS
+    finally:
+        con.close()
