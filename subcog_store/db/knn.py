@@ -5,8 +5,10 @@ on a sign bit with probability angle/pi under the sign-random-projection model, 
 distance of a pair at cosine >= c exceeds `hamming_bound(c)` with probability below TAIL. The nearest
 candidates by Hamming distance are re-scored with their float vectors; when they cannot be shown to hold the
 exact k nearest among the neighbours at or above the floor, a second, wider pass runs, and after it the float
-scan (the exact brute force). bench/bench_store.py measures it beside the float scan and numpy brute force on the
-bench corpus (recall of every neighbour >= 0.85: 1.0 at 10k, 100k and 1M); bench/bench_knn.py has the research.
+scan (the exact brute force). The candidates come from vec0, or, in a long-lived process, from the scope's sign
+bits held in memory (db/bitcache.py: one numpy scan serves both passes); the decisions are the same. bench/
+bench_store.py measures both beside the float scan and numpy brute force on the bench corpus (recall of every
+neighbour >= 0.85: 1.0 at 10k, 100k and 1M); bench/bench_knn.py has the research.
 """
 from __future__ import annotations
 
