@@ -205,3 +205,16 @@ def test_another_store_file_at_the_same_path_is_not_taken_for_the_cached_one(mak
     live = fill(second.con, vectors)
     assert bitcache.warm(second.con, "decisions", "project")
     assert_cached_agrees(second.con, live, vectors[:20])
+
+
+def test_the_threshold_comes_from_the_setting(monkeypatch, caplog) -> None:
+    monkeypatch.setattr(bitcache, "MIN_ROWS", bitcache.MIN_ROWS)
+    try:
+        monkeypatch.setenv("SUBCOG_KNN_CACHE_MIN_ROWS", "1234")
+        bitcache.enable_from_settings()
+        assert bitcache.MIN_ROWS == 1234 and bitcache.enabled()
+        monkeypatch.setenv("SUBCOG_KNN_CACHE_MIN_ROWS", "many")
+        bitcache.enable_from_settings()
+        assert bitcache.MIN_ROWS == 50_000 and "SUBCOG_KNN_CACHE_MIN_ROWS" in caplog.text
+    finally:
+        bitcache.enable(False)

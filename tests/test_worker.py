@@ -542,6 +542,24 @@ def test_a_capture_answers_first_then_stores_what_in_process_would(rt):
                                            "SessionStart"))
 
 
+def test_the_worker_holds_the_sign_bits_of_the_scopes_it_checks(rt):
+    """The worker turns db/bitcache.py on (its threshold at 0 here): its first capture's semantic check loads
+    the scope's sign bits (only a check in a process with the cache on does), the next capture's checks use
+    them, and the store is still the one the in-process hooks make."""
+    reference = rt.tmp / "ref.db"
+    local = rt.with_env(SUBCOG_WORKER_ENABLED="false")
+    first, second = payload(sample(rt.tmp, "session-a")), payload(sample(rt.tmp, "session-b"), "sess-b")
+    output(hook(local, reference, first))
+    output(hook(local, reference, second))
+    db = rt.tmp / "s.db"
+    env = rt.with_env(SUBCOG_KNN_CACHE_MIN_ROWS="0")
+    rt.start(env)
+    output(hook(env, db, first))
+    assert wait_for(lambda: "bitcache: loaded" in rt.log_text())
+    output(hook(env, db, second))
+    assert active(db) == active(reference)
+
+
 def test_a_recall_hook_answers_before_its_log_row_which_follows(rt):
     """The worker answers a prompt with its output, then writes recall_log; the next prompt of the session
     (queued behind it) sees that row and does not inject the same memories again, as in process."""

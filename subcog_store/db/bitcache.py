@@ -27,10 +27,11 @@ from subcog_store.db.connection import connect, read_snapshot
 from subcog_store.db.sqlfiles import q
 
 MIN_ROWS = 50_000       # below this vec0's scan is fast enough (8 ms at 100k) and the memory not worth it
+                        # (the setting knn_cache_min_rows; its default is this)
 RECHECK_SECS = 600.0    # a scope found small, or whose load failed, is looked at again after this long
 WORDS = 6               # 384 sign bits as six 64-bit words
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("subcog_store.worker.bitcache")   # the worker's own log, from any thread
 _enabled = False
 _lock = threading.Lock()
 _scopes: dict[tuple[str, str, str], "ScopeBits"] = {}
@@ -42,6 +43,21 @@ def enable(on: bool = True) -> None:
     the caches are kept but not used."""
     global _enabled
     _enabled = on
+
+
+def enable_from_settings() -> None:
+    """Turn the caches on for a long-lived process, for scopes of `SUBCOG_KNN_CACHE_MIN_ROWS` memories or more
+    (a bad value: the default, and a warning in the log)."""
+    global MIN_ROWS
+    from subcog_store.config import process_setting
+    from subcog_store.errors import ConfigError
+
+    try:
+        MIN_ROWS = int(process_setting("knn_cache_min_rows"))   # type: ignore[arg-type]
+    except ConfigError as e:
+        log.warning("bitcache: %s; using the default", e)
+        MIN_ROWS = int(process_setting("knn_cache_min_rows", {}))   # type: ignore[arg-type]
+    enable()
 
 
 def enabled() -> bool:

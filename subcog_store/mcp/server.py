@@ -79,7 +79,7 @@ def main(db: Path) -> int:
     from subcog_store.model import provider
 
     provider.use_local()
-    bitcache.enable()   # long-lived: a large scope's sign bits are worth holding (db/bitcache.py)
+    bitcache.enable_from_settings()   # long-lived: a large scope's sign bits are worth holding
     tools = Tools(db)
     try:
         anyio.run(serve, tools)

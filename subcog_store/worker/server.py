@@ -313,7 +313,7 @@ def main(argv: list[str]) -> int:
         return 1
     from subcog_store.db import bitcache
 
-    bitcache.enable()   # long-lived: a large scope's sign bits are worth holding (db/bitcache.py)
+    bitcache.enable_from_settings()   # long-lived: a large scope's sign bits are worth holding
     worker = Worker(paths, lock_fd, idle)
     worker.write_pid()
     worker.preload()   # a signal now ends it at once (nothing to clean but the pid file, which `stop` removes)
