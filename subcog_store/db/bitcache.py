@@ -8,9 +8,11 @@ The cache of a scope holds a superset of the scope's sign bits as any connection
 loaded once in a background thread (until it is ready the checks scan vec0), then brought up to date before
 each use from `bits_log` (migration 011: every row written to memory_bits, in commit order). Rows that left the
 scope stay until the next load: each candidate is re-scored against the memory as it is now (query
-`rescore_candidates`), and extra candidates never break the KNN's completeness argument. A rollback on a
-connection that brought a cache up to date (its revisions may be taken again by other rows), revisions going
-backwards, or a log pruned past the cache's revision drop the cache, which loads again.
+`rescore_candidates`), and extra candidates never break the KNN's completeness argument. The cache is dropped,
+to load again, on a rollback on a connection that brought it up to date (its revisions may go to other rows), or
+when the last log entry it read is gone or another (the log pruned past it, another file at the same path) or a
+connection sees an older log than it has read. One gap is accepted: a reader whose snapshot predates a load
+does not see, among the candidates, a memory deleted between its snapshot and that load.
 """
 from __future__ import annotations
 
