@@ -481,21 +481,21 @@ def report(info: dict, emb: dict, results: list[dict], cold: dict[int, dict], ba
         lambda r: f"{r['knn']['near_recall']:.4f} ({r['knn']['near']})")
     row("recall@5 overall vs numpy (ids / tie-tolerant; below 0.85 not guaranteed)",
         lambda r: f"{r['knn']['recall_ids']:.4f} / {r['knn']['recall_tolerant']:.4f}")
-    cached = lambda key, fn: (lambda r: fn(r["cached"]) if r.get("cached") else "-")  # noqa: E731
+    cached = lambda fn: (lambda r: fn(r["cached"]) if r.get("cached") else "-")  # noqa: E731
     row("**held in memory** (warm worker, MCP server): semantic KNN, sign bits from db/bitcache.py",
-        cached("knn", lambda c: p50_95(c["knn"]["cached_ms"])))
+        cached(lambda c: p50_95(c["knn"]["cached_ms"])))
     row("beside it, alternating query by query: the vec0 path (as above)",
-        cached("knn", lambda c: p50_95(c["knn"]["vec0_ms"])))
+        cached(lambda c: p50_95(c["knn"]["vec0_ms"])))
     row("held in memory: how the KNN answered",
-        cached("knn", lambda c: ", ".join(f"{k} {v}" for k, v in sorted(c["knn"]["paths"].items()))))
+        cached(lambda c: ", ".join(f"{k} {v}" for k, v in sorted(c["knn"]["paths"].items()))))
     row("held in memory: recall of the true top 5 at >= 0.85 (neighbours checked)",
-        cached("knn", lambda c: f"{c['knn']['near_recall']:.4f} ({c['knn']['near']})"))
+        cached(lambda c: f"{c['knn']['near_recall']:.4f} ({c['knn']['near']})"))
     row("held in memory: whole semantic check (new sentence) / vec0 path, alternating text by text",
-        cached("check", lambda c: f"{p50_95(c['check']['cached_ms'])} / {p50_95(c['check']['vec0_ms'])}"))
+        cached(lambda c: f"{p50_95(c['check']['cached_ms'])} / {p50_95(c['check']['vec0_ms'])}"))
     row("held in memory: capture/s through `Store.capture` / vec0 path, alternating text by text",
-        cached("capture", lambda c: f"{c['capture']['cached_per_s']:.1f} / {c['capture']['vec0_per_s']:.1f}"))
+        cached(lambda c: f"{c['capture']['cached_per_s']:.1f} / {c['capture']['vec0_per_s']:.1f}"))
     row("held in memory: load (s, background thread) / resident memory added (MB)",
-        cached("load", lambda c: f"{c['load_s']:.1f} / {c['rss_mb']:.0f}"))
+        cached(lambda c: f"{c['load_s']:.1f} / {c['rss_mb']:.0f}"))
     row("embedding one new sentence (model alone, onnxruntime default threads)",
         lambda r: p50_95(r["semantic"]["embed_ms"]))
     row("embedding one new sentence, intra_op_num_threads=1", lambda r: p50_95(r["semantic"]["embed1_ms"]))
