@@ -209,6 +209,15 @@ def process_setting(key: str, environ: Mapping[str, str] | None = None) -> objec
     return _parse(spec, raw, spec.env) if raw != "" else spec.default
 
 
+def process_setting_or_default(key: str, warn: Callable[[str], None]) -> object:
+    """`process_setting`, or its default when the environment's value does not parse (`warn` gets why)."""
+    try:
+        return process_setting(key)
+    except ConfigError as e:
+        warn(f"{e}; using the default")
+        return SPECS[key].default
+
+
 # ------------------------------------------------------------------------------------------------ paths
 
 def _home(environ: Mapping[str, str]) -> Path:

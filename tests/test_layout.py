@@ -137,7 +137,8 @@ def test_one_capture_runs_exactly_these_statements(store) -> None:
     assert names == [
         "begin", "find_exact_match", "find_semantic_candidates", "find_recent_capture", "commit",
         "begin immediate", "pragma defer_foreign_keys = on", "find_exact_match", "get_memory",
-        "insert_memory", "insert_vector", "insert_bits", "log_bits", "insert_recent_capture", "insert_check", "log_decision", "commit"]
+        "insert_memory", "insert_vector", "insert_bits", "log_bits", "insert_recent_capture", "insert_check",
+        "log_decision", "commit"]
 
 
 def test_the_package_list_matches_the_tree() -> None:

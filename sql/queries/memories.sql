@@ -190,7 +190,6 @@ from memories
 where domain = :domain
 order by seq;
 
-
 -- name: purge_fts
 -- Merge the full-text index into one segment, so the terms of replaced texts are gone from it, not only marked.
 insert into memories_fts (memories_fts) values ('optimize');

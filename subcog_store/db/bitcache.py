@@ -51,14 +51,10 @@ def enable_from_settings() -> None:
     """Turn the caches on for a long-lived process, for scopes of `SUBCOG_KNN_CACHE_MIN_ROWS` memories or more
     (a bad value: the default, and a warning in the log)."""
     global MIN_ROWS
-    from subcog_store.config import process_setting
-    from subcog_store.errors import ConfigError
+    from subcog_store.config import process_setting_or_default
 
-    try:
-        MIN_ROWS = int(process_setting("knn_cache_min_rows"))   # type: ignore[arg-type]
-    except ConfigError as e:
-        log.warning("bitcache: %s; using the default", e)
-        MIN_ROWS = int(process_setting("knn_cache_min_rows", {}))   # type: ignore[arg-type]
+    MIN_ROWS = int(process_setting_or_default("knn_cache_min_rows",   # type: ignore[arg-type]
+                                              lambda why: log.warning("bitcache: %s", why)))
     enable()
 
 

@@ -2,8 +2,9 @@
 
 The vec0 KNN of the query's embedding and FTS5 BM25 over its significant words are fused by reciprocal rank
 (`W_VECTOR / (RRF_K + vector rank) + 1 / (RRF_K + text rank)`), then weighted by importance decayed with age
-(`importance * 0.95 ** (age_days / 30)`, the original design's) and by recency. A memory outdated by a newer one (a changed fact) never ranks above its
-successor. Without the model the text side answers alone (`method` says so).
+(`importance * 0.95 ** (age_days / 30)`, the original design's) and by recency. A memory outdated by a newer
+one (a changed fact) never ranks above its successor. Without the model the text side answers alone (`method`
+says so).
 """
 from __future__ import annotations
 

@@ -40,14 +40,9 @@ class Answer:
 
 def answer_secs() -> float:
     """SUBCOG_HOOK_ANSWER_SECS of the caller's environment (the default when it does not parse, logged)."""
-    from subcog_store.config import process_setting
-    from subcog_store.errors import ConfigError
+    from subcog_store.config import process_setting_or_default
 
-    try:
-        return float(process_setting("hook_answer_secs"))   # type: ignore[arg-type]
-    except ConfigError as e:
-        hook_log.warning("%s; using the default", e)
-        return float(process_setting("hook_answer_secs", {}))   # type: ignore[arg-type]
+    return float(process_setting_or_default("hook_answer_secs", hook_log.warning))   # type: ignore[arg-type]
 
 
 def run(header: dict, raw: bytes, budget: object, answer: "Answer") -> None:

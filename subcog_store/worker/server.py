@@ -288,8 +288,7 @@ def _own_log() -> None:
 
 def main(argv: list[str]) -> int:
     """Run the worker until it stops (started by lifecycle.start_detached with the lock already held)."""
-    from subcog_store.config import process_setting
-    from subcog_store.errors import ConfigError
+    from subcog_store.config import process_setting_or_default
 
     os.chdir("/")   # never hold on to the starter's directory (each request enters its caller's)
     sys.setswitchinterval(SWITCH_SECS)
@@ -302,11 +301,8 @@ def main(argv: list[str]) -> int:
         if wire.unsafe_dir(paths.dir, create=True) or (lock_fd := _try_lock(paths.lock)) is None:
             return 0
     os.set_inheritable(lock_fd, False)
-    try:
-        idle = float(process_setting("worker_idle_secs"))   # type: ignore[arg-type]
-    except ConfigError as e:
-        log.warning("worker: %s; using the default", e)
-        idle = float(process_setting("worker_idle_secs", {}))   # type: ignore[arg-type]
+    idle = float(process_setting_or_default("worker_idle_secs",   # type: ignore[arg-type]
+                                            lambda why: log.warning("worker: %s", why)))
     problem = wire.unsafe_dir(paths.dir, create=True)
     if problem:
         log.warning("worker: not started: %s", problem)
