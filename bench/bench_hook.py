@@ -15,7 +15,7 @@ worker section (issue #13, the largest store) measures, interleaved run by run s
 spreads over all of them: today's in-process path; the first call (no worker yet: it runs in process and starts
 one); the warm worker; for pre-compact (a) and (b), session-start (source startup: the project index) and
 user-prompt-submit; with the interpreter floor beside them. The worker rows run the hook as `install-hooks`
-registers it (`python -S -P .../subcog_store/hook/command.py EVENT`). A warm pre-compact answers before its
+registers it (`python -S -P .../subcog_store/claude_code/command.py EVENT`). A warm pre-compact answers before its
 capture has finished (SUBCOG_HOOK_ANSWER_SECS): the bench waits for the capture to finish before the next run,
 reports when it did, and checks what the run saved. `--tree DIR` runs the hooks from another copy of the source
 (PYTHONPATH), e.g. one with a change not yet in this checkout.
@@ -242,11 +242,13 @@ def cli() -> list[str]:
 
 
 def hook_argv(installed: bool) -> list[str]:
-    """The hook as `install-hooks` registers it (python -S -P .../hook/command.py, `installed`), or through the
-    full command line (`subcog-store hook`, the path every hook took before the warm worker; also a --tree that
-    has no hook script yet)."""
-    script = (TREE or ROOT) / "subcog_store" / "hook" / "command.py"
-    if installed and script.is_file():
+    """The hook as `install-hooks` registers it (python -S -P .../claude_code/command.py, or a --tree's from before
+    the hook folder was split, .../hook/command.py; `installed`), or through the full command line (`subcog-store
+    hook`, the path every hook took before the warm worker; also a --tree that has no hook script yet)."""
+    package = (TREE or ROOT) / "subcog_store"
+    script = next((p for p in (package / "claude_code" / "command.py", package / "hook" / "command.py")
+                   if p.is_file()), None)
+    if installed and script is not None:
         return [sys.executable, "-S", "-P", str(script)]
     return [*cli(), "hook"]
 
@@ -452,8 +454,8 @@ PHASES = r"""
 import json, sys, time
 t0 = time.perf_counter()
 from subcog_store.store import Store
-from subcog_store.hook.transcript import read_assistant_texts
-from subcog_store.hook.extract import extract_candidates
+from subcog_store.extraction.transcript import read_assistant_texts
+from subcog_store.extraction.extract import extract_candidates
 t1 = time.perf_counter()
 store = Store(sys.argv[1])
 t2 = time.perf_counter()
@@ -553,8 +555,8 @@ def main(argv: list[str] | None = None) -> int:
         (tmp / "run").mkdir(mode=0o700)
         transcript = tmp / "transcript.jsonl"
         make_transcript(transcript)
-        from subcog_store.hook.extract import extract_candidates
-        from subcog_store.hook.transcript import read_assistant_texts
+        from subcog_store.extraction.extract import extract_candidates
+        from subcog_store.extraction.transcript import read_assistant_texts
 
         read = read_assistant_texts(transcript)
         n_cands = len(extract_candidates(read.texts))

@@ -802,7 +802,7 @@ def captured_fds(env: dict[str, str], raw: bytes):
 
 def fuzz_driver(seed: int, count: int, work: Path, out_file: Path) -> int:
     """Run `count` hook cases in this process through the hook's entry; write the tally as JSON."""
-    from subcog_store.hook import entry
+    from subcog_store.claude_code import entry
 
     rng = random.Random(seed)
     work.mkdir(parents=True, exist_ok=True)
@@ -905,8 +905,8 @@ def huge_session(env: Env, plan: Plan, rng: random.Random, records: int = 1, par
     per = paragraphs // records
     path.write_bytes(b"".join(record("\n\n".join(decision(800_000 + r * per + i) for i in range(per)), f"h{r}")
                               for r in range(records)))
-    from subcog_store.hook.extract import extract_candidates
-    from subcog_store.hook.transcript import read_assistant_texts
+    from subcog_store.extraction.extract import extract_candidates
+    from subcog_store.extraction.transcript import read_assistant_texts
 
     expected = len({c.text for c in extract_candidates(read_assistant_texts(path).texts)})
     db = env.work / f"huge{records}.db"

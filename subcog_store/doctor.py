@@ -95,7 +95,7 @@ def pending_left(con: apsw.Connection) -> list[str]:
     import time
 
     from subcog_store.clock import iso
-    from subcog_store.hook import pending
+    from subcog_store.capture import pending
 
     return [f"{p.get('session_id', '')} {p['transcript_path']}"
             for p in pending.recorded_before(con, iso(time.time() - pending.STALE_SECS))]

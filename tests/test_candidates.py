@@ -1,4 +1,4 @@
-"""From assistant text and compaction summaries to memory candidates (subcog_store/hook/extract.py)."""
+"""From assistant text and compaction summaries to memory candidates (subcog_store/extraction/extract.py)."""
 from __future__ import annotations
 
 import json
@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from subcog_store.hook.extract import (FACTS_CONFIDENCE, SIGNAL_CONFIDENCE, Candidate, extract_candidates, judge,
+from subcog_store.extraction.extract import (FACTS_CONFIDENCE, SIGNAL_CONFIDENCE, Candidate, extract_candidates, judge,
                                        load_scorer, signal_of)
-from subcog_store.hook.scorer import features
-from subcog_store.hook.sentences import split_units
-from subcog_store.hook.summary import LASTING_FACTS_HEADING
-from subcog_store.hook.transcript import AssistantText, read_assistant_texts
+from subcog_store.extraction.scorer import features
+from subcog_store.extraction.sentences import split_units
+from subcog_store.extraction.summary import LASTING_FACTS_HEADING
+from subcog_store.extraction.transcript import AssistantText, read_assistant_texts
 from subcog_store.text.namespaces import NAMESPACES
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""The sentence splitter and the learned capture scorer (subcog_store/hook/sentences.py, scorer.py).
+"""The sentence splitter and the learned capture scorer (subcog_store/extraction/sentences.py, scorer.py).
 
 Fast and self-contained; the checks against the hand labels of real sessions skip when ../shared is absent.
 """
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from subcog_store.hook.scorer import WEIGHTS_PATH, Scorer, drop_corrected, features, namespace_of
-from subcog_store.hook.sentences import sentence_sha, split_units
+from subcog_store.extraction.scorer import WEIGHTS_PATH, Scorer, drop_corrected, features, namespace_of
+from subcog_store.extraction.sentences import sentence_sha, split_units
 
 REPO = Path(__file__).resolve().parents[1]
 TRAIN = Path(os.environ.get("SUBCOG_SHARED_DIR") or Path(__file__).resolve().parents[2] / "shared") / "samples" / "real" / "train"
@@ -164,7 +164,7 @@ def test_later_correction_wins():
 
 @pytest.mark.skipif(not TRAIN.exists(), reason="real sessions not available")
 def test_labels_match_the_splitter_and_hold_no_text():
-    from subcog_store.hook.transcript import read_assistant_texts
+    from subcog_store.extraction.transcript import read_assistant_texts
 
     path = TRAIN / "agentv-restore-agents-md.jsonl"
     rows = [json.loads(line) for line in (REPO / "bench/capture/labels" / (path.stem + ".jsonl")).open()]
@@ -177,7 +177,7 @@ def test_labels_match_the_splitter_and_hold_no_text():
 
 @pytest.mark.skipif(not TRAIN.exists(), reason="real sessions not available")
 def test_summary_labels_match_the_summary_records_the_reader_returns():
-    from subcog_store.hook.transcript import read_assistant_texts
+    from subcog_store.extraction.transcript import read_assistant_texts
 
     for labels in sorted((REPO / "bench/capture/labels_summaries").glob("*.jsonl")):
         rows = [json.loads(line) for line in labels.open()]

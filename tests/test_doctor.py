@@ -74,7 +74,7 @@ def test_fresh_store_passes(store) -> None:
 
 
 def test_a_capture_left_pending_is_reported_once_stale(store) -> None:
-    from subcog_store.hook import pending
+    from subcog_store.capture import pending
 
     pending.mark(store, "s1", "/t/a.jsonl", {"session_id": "s1", "transcript_path": "/t/a.jsonl"})
     assert failed(store.con) == {}   # just recorded: its worker may still be on it

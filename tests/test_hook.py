@@ -16,11 +16,11 @@ import apsw
 import pytest
 
 from conftest import hook_output_problems as output_problems, shared_path
-from subcog_store.hook import capture as hook
-from subcog_store.hook.capture import HookOptions, pre_compact
-from subcog_store.hook.report import capture_output
-from subcog_store.hook.handlers import dispatch
-from subcog_store.hook.recall_hooks import REPORT_HEADER
+from subcog_store.capture import session as hook
+from subcog_store.capture.session import HookOptions, pre_compact
+from subcog_store.claude_code.report import capture_output
+from subcog_store.claude_code.handlers import dispatch
+from subcog_store.claude_code.recall_hooks import REPORT_HEADER
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "samples"
@@ -494,7 +494,7 @@ def post_compact_payload(session: str, summary: str) -> bytes:
 
 
 def test_post_compact_captures_the_summarys_facts_and_the_report_still_comes(tmp_path):
-    from subcog_store.hook.summary import LASTING_FACTS_HEADING
+    from subcog_store.extraction.summary import LASTING_FACTS_HEADING
 
     db, a = tmp_path / "s.db", tmp_path / "a.jsonl"
     shutil.copyfile(SAMPLES / "session-a.jsonl", a)

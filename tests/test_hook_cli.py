@@ -22,10 +22,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import ANSWER_WHEN_DONE, hook_output_problems as problems, shared_path
-from subcog_store.hook.capture import HookOptions, pre_compact
-from subcog_store.hook.report import capture_output
-from subcog_store.hook.recall_hooks import REPORT_HEADER
-from subcog_store.hook.summary import LASTING_FACTS_HEADING
+from subcog_store.capture.session import HookOptions, pre_compact
+from subcog_store.claude_code.report import capture_output
+from subcog_store.claude_code.recall_hooks import REPORT_HEADER
+from subcog_store.extraction.summary import LASTING_FACTS_HEADING
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "samples"
@@ -516,6 +516,32 @@ def test_install_hooks_writes_every_hook_and_merges(tmp_path):
     assert [g["matcher"] for g in merged["hooks"]["PreCompact"]] == ["manual", ""]
     assert [g["matcher"] for g in merged["hooks"]["SessionStart"]] == [""]
     assert "unchanged" in install(other).stdout
+
+
+def test_an_earlier_installs_command_path_keeps_working_and_is_rewritten(tmp_path):
+    """Installs made before the hook folder was split run `.../subcog_store/hook/command.py`: it still answers
+    as today's command does, and install-hooks rewrites it to today's path in place."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    assert install(project).returncode == 0
+    settings_file = project / ".claude" / "settings.json"
+    data = json.loads(settings_file.read_text())
+    today = data["hooks"]["PreCompact"][0]["hooks"][0]["command"]
+    assert "/claude_code/command.py" in today
+    old = today.replace("/claude_code/command.py", "/hook/command.py")
+    env = base_env(tmp_path, SUBCOG_DB=str(tmp_path / "old.db"), SUBCOG_HOOK_DOMAIN="installed")
+    ran = subprocess.run(old, shell=True, input=payload(copy_sample(tmp_path, "session-a")), capture_output=True,
+                         env=env, timeout=60)
+    assert accepted(ran) == "subcog: captured 7 memories, skipped 1 duplicate"
+    for group in data["hooks"].values():
+        for entry in group[0]["hooks"]:
+            entry["command"] = entry["command"].replace("/claude_code/command.py", "/hook/command.py")
+    settings_file.write_text(json.dumps(data))
+    assert "updated" in install(project).stdout
+    rewritten = json.loads(settings_file.read_text())
+    assert rewritten["hooks"]["PreCompact"] == [{"matcher": "", "hooks": [{"type": "command", "command": today,
+                                                                          "timeout": 30}]}]
+    assert "/hook/command.py" not in settings_file.read_text()
 
 
 def test_install_hooks_refuses_invalid_json(tmp_path):

@@ -1,4 +1,4 @@
-"""Tests for subcog_store.hook.install and mcp.register (real files in temporary directories)."""
+"""Tests for subcog_store.claude_code.install and mcp.register (real files in temporary directories)."""
 from __future__ import annotations
 
 import json
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from subcog_store.hook import install as ih
-from subcog_store.hook.install import (
+from subcog_store.claude_code import install as ih
+from subcog_store.claude_code.install import (
     InstallResult, McpResult, SettingsError, hook_commands, install_hooks, mcp_config_path, settings_path,
     uninstall_hooks,
 )
@@ -128,6 +128,7 @@ def test_old_install_updated_in_place(tmp_path: Path) -> None:
     "'/path with space/subcog-store' hook pre-compact",
     "/usr/bin/python3 -m subcog_store hook pre-compact",
     "/old/venv/bin/python -S -P '/old/venv/lib/python3.11/site-packages/subcog_store/hook/command.py' pre-compact",
+    "/old/venv/bin/python -S -P '/old/venv/lib/python3.11/site-packages/subcog_store/claude_code/command.py' pre-compact",
 ])
 def test_old_path_entry_replaced_in_place(tmp_path: Path, old_cmd: str) -> None:
     path = tmp_path / "settings.json"

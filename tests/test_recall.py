@@ -12,7 +12,7 @@ import pytest
 from conftest import cli_command, clean_environ
 from subcog_store import review
 from subcog_store.errors import InvalidInput
-from subcog_store.hook import recall_hooks
+from subcog_store.claude_code import recall_hooks
 from subcog_store.recall import inject
 from subcog_store.scope import LEGACY_DOMAIN, domain_for
 from subcog_store.store import Store

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from subcog_store.hook.sentences import split_units
-from subcog_store.hook.summary import (KNOWN_SECTIONS, LASTING_FACTS_HEADING, SKIP_SECTIONS, SUMMARY_INSTRUCTION,
+from subcog_store.extraction.sentences import split_units
+from subcog_store.extraction.summary import (KNOWN_SECTIONS, LASTING_FACTS_HEADING, SKIP_SECTIONS, SUMMARY_INSTRUCTION,
                                        facts_section, split_sections, summary_facts)
-from subcog_store.hook.transcript import read_assistant_texts
+from subcog_store.extraction.transcript import read_assistant_texts
 
 TRAIN = Path(os.environ.get("SUBCOG_SHARED_DIR") or Path(__file__).resolve().parents[2] / "shared") / "samples" / "real" / "train"
 TRAILER = ("If you need specific details from before compaction (like exact code snippets), read the full transcript "
@@ -81,7 +81,7 @@ def test_no_section_gives_none_and_the_last_section_wins():
 
 
 def test_at_most_max_facts():
-    from subcog_store.hook.summary import MAX_FACTS
+    from subcog_store.extraction.summary import MAX_FACTS
 
     many = f"{LASTING_FACTS_HEADING}:\n" + "\n".join(f"- fact number {i} about the cache" for i in range(100))
     assert len(summary_facts(summary(many))) == MAX_FACTS

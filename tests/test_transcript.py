@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from subcog_store.hook.transcript import ReadResult, TranscriptError, read_assistant_texts
+from subcog_store.extraction.transcript import ReadResult, TranscriptError, read_assistant_texts
 
 SHARED = Path(os.environ.get("SUBCOG_SHARED_DIR") or Path(__file__).resolve().parents[2] / "shared")
 SAMPLES = SHARED / "samples"
@@ -192,7 +192,7 @@ def test_binary_garbage_does_not_raise(tmp_path):
 
 
 def test_overlong_line_is_skipped(tmp_path):
-    from subcog_store.hook.transcript import MAX_LINE
+    from subcog_store.extraction.transcript import MAX_LINE
 
     long = line(assistant("x" * MAX_LINE, "long"))
     path = write(tmp_path / "t.jsonl", long, line(assistant("ok", "short")))
@@ -237,7 +237,7 @@ def test_summaries_ignore_the_sidechain_setting_and_accept_text_blocks(tmp_path)
 
 
 def test_assistant_text_defaults_are_kept():
-    from subcog_store.hook.transcript import AssistantText
+    from subcog_store.extraction.transcript import AssistantText
 
     t = AssistantText("x", None, None, None, 1, False)
     assert (t.offset, t.kind) == (0, "assistant")
@@ -278,7 +278,7 @@ def big_transcript(tmp_path_factory) -> Path:
 
 SUBPROCESS_READ = """
 import resource, sys, json
-from subcog_store.hook.transcript import read_assistant_texts
+from subcog_store.extraction.transcript import read_assistant_texts
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 r = read_assistant_texts(sys.argv[1], max_bytes=1 << 40)
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

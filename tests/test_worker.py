@@ -358,14 +358,14 @@ def test_the_warm_path_imports_only_the_thin_client(rt):
     modules = set(proc.stderr.decode().split())
     assert "subcog_store.worker.client" in modules
     heavy = {"argparse", "dataclasses", "logging", "typing", "subcog_store.config", "subcog_store.store",
-             "subcog_store.hook.handlers", "numpy", "apsw", "socket", "subprocess", "threading"}
+             "subcog_store.claude_code.handlers", "numpy", "apsw", "socket", "subprocess", "threading"}
     assert not modules & heavy, modules & heavy
 
 
 def test_the_installed_hook_command_starts_without_site_json_or_re(rt):
     """The command install-hooks registers (python -S -P .../hook/command.py) answers through the worker with
     the standard library's lightest modules only: no `site`, no `json` package, no `re`."""
-    from subcog_store.hook.install import hook_commands
+    from subcog_store.claude_code.install import hook_commands
 
     rt.start()
     db = rt.tmp / "s.db"
@@ -519,7 +519,7 @@ def finished_in_background(rt: Runtime, since: int, timeout: float = 60.0) -> bo
 def test_a_capture_answers_first_then_stores_what_in_process_would(rt):
     """Answered at once (the capture recorded as pending first); once it finishes, the store is the one the
     in-process hook makes, nothing is pending, and the compaction's session start reports it."""
-    from subcog_store.hook.report import BACKGROUND_MESSAGE
+    from subcog_store.claude_code.report import BACKGROUND_MESSAGE
 
     path = sample(rt.tmp, "session-a")
     reference = rt.tmp / "ref.db"
@@ -745,7 +745,7 @@ def _older_version_replaced(rt, tree: Path, run) -> None:
     mark = len(rt.log_text())
     output(run("--db", str(db), "hook", "pre-compact", stdin=payload(sample(rt.tmp, "session-a"))))
     assert served_by_worker(rt, mark)
-    with open(tree / "subcog_store" / "hook" / "capture.py", "a", encoding="utf-8") as f:
+    with open(tree / "subcog_store" / "capture" / "session.py", "a", encoding="utf-8") as f:
         f.write("\n# a new version\n")
     mark = len(rt.log_text())
     out = output(run("--db", str(db), "hook", "pre-compact", stdin=payload(sample(rt.tmp, "session-b"), "b")))

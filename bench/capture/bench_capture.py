@@ -30,11 +30,11 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 from bench.capture import train_scorer as ts  # noqa: E402
-from subcog_store.hook import scorer as sc  # noqa: E402
+from subcog_store.extraction import scorer as sc  # noqa: E402
 from bench.capture.legacy_classifier import legacy_candidates  # noqa: E402
-from subcog_store.hook.extract import extract_candidates, judge, load_scorer  # noqa: E402
-from subcog_store.hook.sentences import split_units  # noqa: E402
-from subcog_store.hook.transcript import AssistantText, read_assistant_texts  # noqa: E402
+from subcog_store.extraction.extract import extract_candidates, judge, load_scorer  # noqa: E402
+from subcog_store.extraction.sentences import split_units  # noqa: E402
+from subcog_store.extraction.transcript import AssistantText, read_assistant_texts  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 BEGIN, END = "<!-- bench_capture: begin -->", "<!-- bench_capture: end -->"

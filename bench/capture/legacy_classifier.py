@@ -3,7 +3,7 @@
 Rules, not a model: an explicit marker ("Decision:", "Gotcha:") gives high confidence, signal phrases matched on
 word boundaries give a weight each, and narration ("Now let me run the tests."), hedges and questions lower it.
 `legacy_candidates` is the old paragraph pipeline (`split_paragraphs`, `classify`, `strip_narration`, redaction), as
-the hook ran it; bench/capture compares it with `subcog_store.hook.extract`. The hook itself no longer uses this
+the hook ran it; bench/capture compares it with `subcog_store.extraction.extract`. The hook itself no longer uses this
 module.
 """
 from __future__ import annotations
@@ -15,8 +15,8 @@ from subcog_store.text.namespaces import NAMESPACES
 from subcog_store.text.redact import redact
 
 if TYPE_CHECKING:
-    from subcog_store.hook.extract import Candidate
-    from subcog_store.hook.transcript import AssistantText
+    from subcog_store.extraction.extract import Candidate
+    from subcog_store.extraction.transcript import AssistantText
 
 __all__ = ["NAMESPACES", "classify", "is_narration", "legacy_candidates", "split_paragraphs", "split_sentences",
            "strip_narration"]
@@ -295,7 +295,7 @@ def legacy_candidates(texts: Iterable["AssistantText | str"], *, min_chars: int 
     """The old hook's candidates: each paragraph classified as a whole, narration sentences then dropped from the
     stored text, secrets replaced by `[REDACTED]`; paragraphs shorter than `min_chars`, longer than `max_chars` or
     below `min_confidence` skipped."""
-    from subcog_store.hook.extract import Candidate
+    from subcog_store.extraction.extract import Candidate
 
     out: list[Candidate] = []
     for t in texts:

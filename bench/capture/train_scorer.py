@@ -4,7 +4,7 @@
 
 Reads the transcripts in DIR (default ../shared/samples/real/train), the labels in bench/capture/labels/ and
 labels_summaries/, and writes bench/capture/RESULTS.md and (unless --no-write-weights) the shipped weights
-subcog_store/hook/scorer_weights.json. numpy only; deterministic (no randomness anywhere).
+subcog_store/extraction/scorer_weights.json. numpy only; deterministic (no randomness anywhere).
 
 Honesty: every figure for a project comes from models that never saw that project. The vocabulary, whether to use
 it, the L2 strength and the threshold of an outer fold are chosen on its training projects only (inner
@@ -28,9 +28,9 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 
-from subcog_store.hook import scorer as sc  # noqa: E402
-from subcog_store.hook.sentences import MIN_CHARS, split_units  # noqa: E402
-from subcog_store.hook.transcript import read_assistant_texts  # noqa: E402
+from subcog_store.extraction import scorer as sc  # noqa: E402
+from subcog_store.extraction.sentences import MIN_CHARS, split_units  # noqa: E402
+from subcog_store.extraction.transcript import read_assistant_texts  # noqa: E402
 
 from bench.capture.legacy_classifier import legacy_candidates as extract_candidates  # noqa: E402 (the old rules)
 

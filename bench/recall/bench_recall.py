@@ -334,7 +334,7 @@ def last_recall(store) -> dict:
 
 def prompt_hook(store, prompt: str, domain: str, session: str) -> dict:
     """Run user_prompt_submit in process; what it injected (from recall_log) and the additionalContext."""
-    from subcog_store.hook import recall_hooks
+    from subcog_store.claude_code import recall_hooks
 
     payload = {"session_id": session, "prompt": prompt, "cwd": "/nowhere", "hook_event_name": "UserPromptSubmit"}
     with hook_domain(domain):
@@ -345,7 +345,7 @@ def prompt_hook(store, prompt: str, domain: str, session: str) -> dict:
 
 
 def start_hook(store, domain: str, session: str) -> dict:
-    from subcog_store.hook import recall_hooks
+    from subcog_store.claude_code import recall_hooks
 
     payload = {"session_id": session, "source": "startup", "cwd": "/nowhere", "hook_event_name": "SessionStart"}
     with hook_domain(domain):

@@ -42,7 +42,7 @@ DOMAIN = "project"
 NAMESPACES = ("decisions", "learnings", "patterns", "context", "config")
 SPAN_DAYS = 365.0
 BUILD_VERSION = "1"
-IMPORTS = ("from subcog_store.hook import entry, handlers, recall_hooks; from subcog_store.store import Store; "
+IMPORTS = ("from subcog_store.claude_code import entry, handlers, recall_hooks; from subcog_store.store import Store; "
            "from subcog_store.recall import inject, search")
 
 

@@ -1,4 +1,4 @@
-"""Claude Code commands: `hook EVENT` (the thin entry in `hook.entry` runs it) and `install-hooks`."""
+"""Claude Code commands: `hook EVENT` (the thin entry in `claude_code.entry` runs it) and `install-hooks`."""
 from __future__ import annotations
 
 import argparse
@@ -37,7 +37,7 @@ def register(sub, add) -> None:
 
 
 def cmd_hook(args: argparse.Namespace) -> int:
-    from subcog_store.hook.entry import main
+    from subcog_store.claude_code.entry import main
 
     argv = [args.hook] + (["--dry-run"] if getattr(args, "dry_run", False) else []) + \
         (["--format", args.format] if getattr(args, "format", None) else [])
@@ -45,7 +45,7 @@ def cmd_hook(args: argparse.Namespace) -> int:
 
 
 def cmd_install_hooks(args: argparse.Namespace) -> int:
-    from subcog_store.hook.install import SettingsError, install_hooks, settings_path, uninstall_hooks
+    from subcog_store.claude_code.install import SettingsError, install_hooks, settings_path, uninstall_hooks
 
     path = settings_path(Path(args.project) if args.project else None, user=args.user)
     try:

@@ -13,7 +13,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         rest = argv
     if rest[:1] == ["hook"] and not any(a in ("-h", "--help") for a in rest):
-        from subcog_store.hook.entry import main as hook_main
+        from subcog_store.claude_code.entry import main as hook_main
 
         return hook_main(rest[1:], db=db)
     from subcog_store.cli import app

@@ -1,10 +1,8 @@
-"""The hook command Claude Code runs: `python -S -P <this file> EVENT [--db PATH] [--format F] [--dry-run]`.
+"""An earlier install's hook command: `python -S -P <package>/hook/command.py EVENT ...`.
 
-Run as a script without `site` (-S: ~5 ms less start-up) and without its own directory on sys.path (-P), it
-puts this package's parent at the end of sys.path and hands over to `hook.entry.main`. The warm worker path
-needs nothing else (the standard library and this package); when the hook runs in process after all, `entry`
-runs `site` first, so the installed packages (apsw, numpy, onnxruntime) are found. `subcog-store hook EVENT`
-does the same through the full command line, a few milliseconds slower.
+Settings files written before the hook folder was split by job still name this path. It does exactly what
+`claude_code/command.py` (today's command) does, so those installs keep working until `install-hooks` runs again
+and rewrites their command line to today's path (it recognises both as ours).
 """
 import os
 import sys
@@ -13,6 +11,6 @@ if __name__ == "__main__":
     _root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     if _root not in sys.path:
         sys.path.append(_root)   # after the standard library: nothing there is shadowed
-    from subcog_store.hook.entry import main
+    from subcog_store.claude_code.entry import main
 
     sys.exit(main(sys.argv[1:]))

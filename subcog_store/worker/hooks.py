@@ -2,7 +2,7 @@
 duration (config reads os.environ; requests never overlap, so that is safe), the log records of the run sent to
 the caller's hook log, and the answer: for a recall hook as soon as its output is known (its recall_log row
 written after), for a transcript capture when it is done or after SUBCOG_HOOK_ANSWER_SECS once it has recorded
-itself as pending (hook/capture.py); what is left finishes before the request lets go of the worker's run lock.
+itself as pending (capture/session.py); what is left finishes before the request lets go of the worker's run lock.
 """
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def _run(opts: dict, raw: bytes, answer: "Answer") -> None:
     """Run the hook. A transcript capture answers once it is done or after SUBCOG_HOOK_ANSWER_SECS, once it has
     recorded itself as pending; a recall hook once its output is known (its recall_log row follows). The rest
     finishes before the request lets go of the run lock."""
-    from subcog_store.hook import entry
+    from subcog_store.claude_code import entry
 
     started, event = time.perf_counter(), opts["event"]
     capture = event in BACKGROUND_EVENTS and not opts["dry_run"]
@@ -101,7 +101,7 @@ def _run(opts: dict, raw: bytes, answer: "Answer") -> None:
     elif "out" in early:
         out = early["out"]
     else:
-        from subcog_store.hook.report import capture_output
+        from subcog_store.claude_code.report import capture_output
 
         out = capture_output(None, event, opts["format"])
     hook_log.info("worker %d: %s answered in %.0f ms%s", os.getpid(), event, (time.perf_counter() - started) * 1000,

@@ -1,5 +1,5 @@
 """The worker process: holds the modules, the ONNX session (one per model directory) and the guard's tables warm,
-and runs whole hooks (`hook.entry.run`, the same function a hook runs in process) and embeddings for fresh
+and runs whole hooks (`claude_code.entry.run`, the same function a hook runs in process) and embeddings for fresh
 processes, one at a time, over a Unix socket only its user can open.
 
 A hook request runs as `worker.hooks` says (the caller's environment, directory and umask; a hook may answer
@@ -63,19 +63,19 @@ class Worker:
         """Import what hooks use, open an in-memory store (sqlite-vec loaded) and load and warm the default model."""
         started = time.perf_counter()
         try:
-            from subcog_store.hook import entry, handlers  # noqa: F401
+            from subcog_store.claude_code import entry, handlers  # noqa: F401
             from subcog_store.model import provider
             from subcog_store.store import Store
 
             provider.serve_shared()
-            for name in ("subcog_store.hook.capture", "subcog_store.hook.recall_hooks", "subcog_store.hook.extract",
-                         "subcog_store.recall.search", "subcog_store.recall.inject", "subcog_store.dedup.in_batch",
+            for name in ("subcog_store.capture.session", "subcog_store.claude_code.recall_hooks",
+                         "subcog_store.extraction.extract", "subcog_store.recall.search", "subcog_store.recall.inject", "subcog_store.dedup.in_batch",
                          "subcog_store.dedup.policies", "subcog_store.text.guard", "subcog_store.text.redact"):
                 try:
                     __import__(name)
                 except ImportError:
                     pass
-            extract = sys.modules.get("subcog_store.hook.extract")
+            extract = sys.modules.get("subcog_store.extraction.extract")
             if extract is not None and hasattr(extract, "load_scorer"):
                 try:
                     extract.load_scorer()

@@ -45,7 +45,7 @@ DUMMY_KEY = "sk-ant-api03-offline-dummy-key-for-subcog-e2e-000000"
 SKIP = 77
 STORE_SIZE = 0   # --store-size: memories the main scenario starts from
 
-# What the hooks put in front of the model (subcog_store.hook.recall_hooks, subcog_store.recall.inject).
+# What the hooks put in front of the model (subcog_store.claude_code.recall_hooks, subcog_store.recall.inject).
 REPORT_MARK = "subcog memory report from before this compaction"
 INDEX_MARK = "Memories of this project from earlier sessions (subcog"
 PROMPT_MARK = "Memories from earlier sessions of this project that may bear on this prompt (subcog)"

@@ -1,5 +1,5 @@
-"""Claude Code hooks: the hook input, the log, and dispatch by event to `hook.capture` (pre-compact,
-session-end, post-compact) and `hook.recall_hooks` (session-start, user-prompt-submit).
+"""Claude Code hooks: the hook input, the log, and dispatch by event to `capture.session` (pre-compact,
+session-end, post-compact) and `claude_code.recall_hooks` (session-start, user-prompt-submit).
 
 Every hook never harms the session: whatever happens it exits 0 and prints output the client accepts, within its
 budget, nothing on stderr; details (content fingerprints only, never content) go to the hook log.
@@ -88,8 +88,8 @@ def dispatch(event: str | None, raw: bytes, db: Path, *, dry_run: bool = False, 
     from subcog_store.errors import ConfigError
 
     if event in ("pre-compact", "session-end", "post-compact"):
-        from subcog_store.hook.capture import HookOptions, post_compact, pre_compact
-        from subcog_store.hook.report import capture_output
+        from subcog_store.capture.session import HookOptions, post_compact, pre_compact
+        from subcog_store.claude_code.report import capture_output
 
         try:
             options = HookOptions.from_env(db, dry_run=dry_run, event=event)
@@ -100,7 +100,7 @@ def dispatch(event: str | None, raw: bytes, db: Path, *, dry_run: bool = False, 
         run = post_compact(raw, options) if event == "post-compact" else pre_compact(raw, options)
         return capture_output(run, event, fmt)
     if event in ("session-start", "user-prompt-submit"):
-        from subcog_store.hook import recall_hooks
+        from subcog_store.claude_code import recall_hooks
 
         try:
             payload = parse_payload(raw)

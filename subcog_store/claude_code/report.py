@@ -104,6 +104,6 @@ def capture_output(run: Any, event: str, fmt: str = "default", problem: str | No
                           ensure_ascii=False)
     if fmt == "json":
         return json.dumps({"systemMessage": message}, ensure_ascii=False)
-    from subcog_store.hook.summary import SUMMARY_INSTRUCTION
+    from subcog_store.extraction.summary import SUMMARY_INSTRUCTION
 
     return message + ".\n" + SUMMARY_INSTRUCTION

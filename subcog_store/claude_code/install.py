@@ -104,8 +104,8 @@ def executable_argv() -> list[str]:
 
 
 def hook_commands(executable: str | None = None) -> dict[str, str]:
-    """The hook command lines: this interpreter without `site` running `hook/command.py` (the fastest start), or
-    ``executable``, a command prefix used verbatim (the caller quotes it), followed by ``hook EVENT``."""
+    """The hook command lines: this interpreter without `site` running `claude_code/command.py` (the fastest
+    start), or ``executable``, a command prefix used verbatim (the caller quotes it), followed by ``hook EVENT``."""
     script = Path(__file__).resolve().parent / "command.py"
     prefix = shlex.join([sys.executable, "-S", "-P", str(script)]) if executable is None else f"{executable} hook"
     return {event: f"{prefix} {sub}" for event, (sub, _, _) in EVENTS.items()}
@@ -113,8 +113,9 @@ def hook_commands(executable: str | None = None) -> dict[str, str]:
 
 def _ours_re(sub: str) -> re.Pattern[str]:
     # ".../subcog-store hook pre-compact", "'/a b/subcog-store' hook ...", "python -m subcog_store hook ...",
-    # "python -S -P .../subcog_store/hook/command.py pre-compact"
-    return re.compile(rf"(?:subcog[-_]store(?:\.exe)?['\"]?\s+hook|subcog_store[/\\]hook[/\\]command\.py['\"]?)"
+    # "python -S -P .../subcog_store/claude_code/command.py pre-compact" (an earlier install's: .../hook/command.py)
+    return re.compile(rf"(?:subcog[-_]store(?:\.exe)?['\"]?\s+hook"
+                      rf"|subcog_store[/\\](?:hook|claude_code)[/\\]command\.py['\"]?)"
                       rf"\s+{re.escape(sub)}(?![\w-])")
 
 

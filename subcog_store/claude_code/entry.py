@@ -59,7 +59,7 @@ def run(event: str | None, opts: dict, raw: bytes, db: str | None = None, *, not
     try:
         from pathlib import Path
 
-        from subcog_store.hook import handlers
+        from subcog_store.claude_code import handlers
 
         handlers.setup_log()
         if note:

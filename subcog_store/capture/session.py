@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from subcog_store.hook import pending as hook_pending
+from subcog_store.capture import pending as hook_pending
 from subcog_store.text.normalize import fingerprint
 
 log = logging.getLogger("subcog_store.hook.capture")
@@ -97,7 +97,7 @@ class Run:
 
 def pre_compact(raw: bytes, options: HookOptions) -> Run:
     """Capture the unread part of the transcript. Never raises: problems land in `run.errors`."""
-    from subcog_store.hook.handlers import log_path, parse_payload
+    from subcog_store.claude_code.handlers import log_path, parse_payload
 
     started = time.monotonic()
     deadline = started + options.budget_secs
@@ -114,7 +114,7 @@ def capture_payload(payload: dict, options: HookOptions, run: Run, started: floa
                     redo: bool = False) -> Run:
     """Capture the unread part of the transcript the hook input names (see `pre_compact`); then, unless this
     is itself one (`redo`), pending captures a dead worker left behind, while the extraction share lasts."""
-    from subcog_store.hook.handlers import domain_of
+    from subcog_store.claude_code.handlers import domain_of
     run.session_id = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
     run.trigger = payload.get("trigger") if isinstance(payload.get("trigger"), str) else options.event
     options.domain = domain_of(payload)
@@ -143,7 +143,7 @@ def _redo(pending: dict, options: HookOptions, started: float, deadline: float) 
     """Finish a capture a dead worker left pending (from its saved offset; never raises)."""
     from dataclasses import replace
 
-    from subcog_store.hook.handlers import log_path
+    from subcog_store.claude_code.handlers import log_path
 
     event = pending.get("event") if pending.get("event") in ("pre-compact", "session-end") else "pre-compact"
     log.info("redoing a pending %s capture of session=%s", event, pending.get("session_id"))
@@ -176,9 +176,9 @@ def post_compact(raw: bytes, options: HookOptions) -> Run:
     """Capture the lasting facts of the compaction summary in the hook input (`compact_summary`)."""
     import apsw
 
-    from subcog_store.hook.extract import extract_candidates
-    from subcog_store.hook.handlers import domain_of, log_path, parse_payload
-    from subcog_store.hook.transcript import AssistantText
+    from subcog_store.extraction.extract import extract_candidates
+    from subcog_store.claude_code.handlers import domain_of, log_path, parse_payload
+    from subcog_store.extraction.transcript import AssistantText
 
     started = time.monotonic()
     deadline = started + options.budget_secs
@@ -219,8 +219,8 @@ def _capture_transcript(run: Run, options: HookOptions, started: float, deadline
     """Capture from the saved offset; returns the pending captures of dead workers to redo (none when `redo`)."""
     import apsw
 
-    from subcog_store.hook.extract import extract_candidates
-    from subcog_store.hook.transcript import TranscriptError, read_assistant_texts
+    from subcog_store.extraction.extract import extract_candidates
+    from subcog_store.extraction.transcript import TranscriptError, read_assistant_texts
 
     store = _open_store(run, options)
     if store is None:

@@ -1,5 +1,5 @@
 """The record of a transcript capture that may finish after its hook answered (the warm worker's, see
-hook/capture.py): marked before the answer, cleared in the transaction that saves the run's offset, and found
+capture/session.py): marked before the answer, cleared in the transaction that saves the run's offset, and found
 by a later capture hook when its worker died before finishing it.
 """
 from __future__ import annotations

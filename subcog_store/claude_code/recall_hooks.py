@@ -18,7 +18,7 @@ import logging
 import time
 from pathlib import Path
 
-from subcog_store.hook.report import markdown
+from subcog_store.claude_code.report import markdown
 
 log = logging.getLogger("subcog_store.hook.recall")
 REPORT_HEADER = "subcog memory report from before this compaction:"
@@ -44,7 +44,7 @@ def _open(db: Path):
 
 def _begin(payload: dict, db: Path, store_factory) -> tuple[str | None, str, float, object]:
     """What both recall hooks start from: the session id, the project's domain, the start time, the store."""
-    from subcog_store.hook.handlers import domain_of
+    from subcog_store.claude_code.handlers import domain_of
 
     session_id = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
     return session_id, domain_of(payload), time.perf_counter(), (store_factory or _open)(db)

@@ -19,10 +19,10 @@ import re
 from dataclasses import dataclass, replace
 from typing import Iterable
 
-from subcog_store.hook.scorer import Scorer, drop_corrected, features, namespace_of, record_features
-from subcog_store.hook.sentences import Unit, split_sentences, split_units
-from subcog_store.hook.summary import FACT_SECTIONS, SKIP_SECTIONS, facts_section, section_title, split_sections
-from subcog_store.hook.transcript import AssistantText
+from subcog_store.extraction.scorer import Scorer, drop_corrected, features, namespace_of, record_features
+from subcog_store.extraction.sentences import Unit, split_sentences, split_units
+from subcog_store.extraction.summary import FACT_SECTIONS, SKIP_SECTIONS, facts_section, section_title, split_sections
+from subcog_store.extraction.transcript import AssistantText
 from subcog_store.text.redact import REDACTED, redact
 
 __all__ = ["Candidate", "Verdict", "extract_candidates", "extract_with", "judge", "load_scorer", "signal_of",

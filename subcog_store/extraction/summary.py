@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from subcog_store.hook.sentences import clean_inline
+from subcog_store.extraction.sentences import clean_inline
 
 __all__ = ["LASTING_FACTS_HEADING", "SUMMARY_INSTRUCTION", "SKIP_SECTIONS", "FACT_SECTIONS", "MAX_FACTS",
            "facts_section", "section_title", "summary_facts", "split_sections"]
