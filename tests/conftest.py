@@ -9,31 +9,17 @@ import functools
 import importlib.util
 
 import os
-import sys
 from pathlib import Path
 from typing import Callable
 
 import pytest
 
+from helpers import ANSWER_WHEN_DONE, clean_environ, cli_command  # noqa: F401 - re-exported: the suite's one copy
 from subcog_store.model.embedder import Embedder
 from subcog_store.store import Store
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 START_TIME = 1_800_000_000.0  # a fixed unix time, so stored timestamps are reproducible
-
-
-# A capture hook the warm worker runs answers when it is done (not after SUBCOG_HOOK_ANSWER_SECS's 10 ms), so a
-# test reads the store right after the hook; tests/test_worker.py tests the answer before the capture finishes.
-ANSWER_WHEN_DONE = {"SUBCOG_HOOK_ANSWER_SECS": "600"}
-
-
-def clean_environ(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """os.environ without any SUBCOG_* variable (a developer's settings must not leak into a test), with
-    ANSWER_WHEN_DONE, plus `extra`."""
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("SUBCOG_")}
-    environ.update(ANSWER_WHEN_DONE)
-    environ.update(extra or {})
-    return environ
 
 
 def settings_env(**settings: object) -> dict[str, str]:
@@ -230,9 +216,3 @@ def all_counts(store_or_con) -> dict[str, int]:
     """Row counts of every table a capture or check may write."""
     return {t: count_rows(store_or_con, t) for t in
             ("memories", "memory_vectors", "recent_captures", "dedup_checks", "dedup_log", "settings")}
-
-
-def cli_command() -> list[str]:
-    """How to run the CLI: the console script beside this interpreter, else `python -m subcog_store`."""
-    script = Path(sys.executable).parent / "subcog-store"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "subcog_store"]

@@ -14,6 +14,8 @@ from pathlib import Path
 import apsw
 import pytest
 
+import helpers
+from helpers import clean_environ
 from subcog_store.batch.run import dedup, unmerge
 from subcog_store.batch.clusters import clusters
 from subcog_store.cli import batch_cmds
@@ -269,8 +271,7 @@ def test_killed_run_leaves_a_consistent_store_and_the_next_run_finishes(tmp_path
     store.close()
     reference = tmp_path / "ref.db"
     shutil.copy(path, reference)
-    env = {**os.environ, "SUBCOG_BATCH_TEST_SLEEP": "0.4", "PYTHONPATH": str(REPO)}
-    env = {k: v for k, v in env.items() if not k.startswith("SUBCOG_") or k == "SUBCOG_BATCH_TEST_SLEEP"}
+    env = clean_environ({"SUBCOG_BATCH_TEST_SLEEP": "0.4", "PYTHONPATH": str(REPO)}, answer_when_done=False)
     proc = subprocess.Popen([sys.executable, "-c", RUNNER, str(path)], env=env)
     watcher = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
     deadline = time.time() + 60
@@ -428,9 +429,8 @@ def test_vec0_knn_finds_the_same_clusters(tmp_path, model):
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     code = "import sys; from subcog_store.cli.main import main; sys.exit(main(sys.argv[1:]))"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SUBCOG_")}
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env,
-                          cwd=REPO, timeout=120)
+    return helpers.run_cli(*args, environ=clean_environ(answer_when_done=False), argv=[sys.executable, "-c", code],
+                           cwd=REPO, text=True)
 
 
 def test_cli_dedup_and_unmerge(tmp_path, model):

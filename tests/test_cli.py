@@ -13,7 +13,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from conftest import clean_environ, cli_command
+from helpers import run_cli
 from subcog_store.cli import main as cli
 from subcog_store.db.connection import latest_version
 from subcog_store.text.normalize import content_hash
@@ -25,12 +25,7 @@ SHORT = "Use WAL mode"
 
 def run(db: Path | str | None, *args: str, stdin: bytes | str | None = None,
         env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    argv = cli_command() + (["--db", str(db)] if db is not None else []) + list(args)
-    data = stdin.encode() if isinstance(stdin, str) else stdin
-    proc = subprocess.run(argv, input=data, capture_output=True, env=clean_environ(env), timeout=120)
-    proc.stdout_text = proc.stdout.decode("utf-8")  # type: ignore[attr-defined]
-    proc.stderr_text = proc.stderr.decode("utf-8")  # type: ignore[attr-defined]
-    return proc
+    return run_cli(*args, db=db, stdin=stdin, env=env)
 
 
 def jsonl(*objects: object) -> bytes:

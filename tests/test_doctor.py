@@ -8,7 +8,7 @@ import apsw
 import numpy as np
 import pytest
 
-from conftest import clean_environ, cli_command
+from helpers import run_cli
 from subcog_store.db import connection as db
 from subcog_store.doctor import diagnose
 from subcog_store.text.normalize import content_hash
@@ -160,8 +160,7 @@ def test_old_schema_version_reported(seeded) -> None:
 
 
 def run_doctor(path: Path, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run(cli_command() + ["--db", str(path), "doctor", *extra], capture_output=True, text=True,
-                          env=clean_environ(), timeout=60)
+    return run_cli("doctor", *extra, db=path, timeout=60, text=True)
 
 
 def test_cli_doctor_exit_codes(seeded) -> None:

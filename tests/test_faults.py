@@ -7,7 +7,6 @@ was found this way has its test here.
 """
 from __future__ import annotations
 
-import io
 import itertools
 import json
 import os
@@ -22,6 +21,7 @@ import apsw
 import pytest
 
 from conftest import _contract_checker, clean_environ, cli_command
+from helpers import NO_WORKER, cli_in_process, run_cli
 
 REPO = Path(__file__).resolve().parents[1]
 SESSION_A = REPO / "samples" / "session-a.jsonl"
@@ -35,9 +35,8 @@ NO_MODEL = {"SUBCOG_DEDUP_SEMANTIC_ENABLED": "false"}
 def run(args: list[str], tmp_path: Path, stdin: bytes = b"", timeout: float = 60, **env: str
         ) -> subprocess.CompletedProcess:
     """The CLI as a process. No warm worker (a detached process would outlive the test) unless `env` asks."""
-    environ = clean_environ({"SUBCOG_HOOK_LOG": str(tmp_path / "hook.log"), "SUBCOG_WORKER_ENABLED": "false", **env})
-    return subprocess.run([*CLI, *args], input=stdin, capture_output=True, env=environ, timeout=timeout,
-                          cwd=tmp_path)
+    return run_cli(*args, stdin=stdin, env={"SUBCOG_HOOK_LOG": str(tmp_path / "hook.log"), **NO_WORKER, **env},
+                   cwd=tmp_path, timeout=timeout)
 
 
 def hook(tmp_path: Path, db: Path, payload: dict | bytes, timeout: float = 60, **env: str
@@ -91,21 +90,8 @@ def count(db: Path, sql: str = "select count(*) from memories where status = 'ac
 
 
 def cli(monkeypatch, capsys, *argv: str, stdin: bytes = b"", **env: str) -> tuple[int, str, str]:
-    """The CLI in this process (fast): exit code, stdout, stderr. An exception that escapes is a test error."""
-    from subcog_store.cli.main import main
-
-    for key in [k for k in os.environ if k.startswith("SUBCOG_")]:
-        monkeypatch.delenv(key)
-    monkeypatch.setenv("SUBCOG_WORKER_ENABLED", "false")   # no detached worker may outlive the test
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
-    try:
-        code = main(list(argv))
-    except SystemExit as e:          # argparse
-        code = e.code
-    out, err = capsys.readouterr()
-    return code, out, err
+    """The CLI in this process (fast): exit code, stdout, stderr (helpers.cli_in_process)."""
+    return cli_in_process(monkeypatch, capsys, *argv, stdin=stdin, **env)
 
 
 # ------------------------------------------------------------------- 2. FIFO, devices, directories as transcripts

@@ -16,6 +16,7 @@ import apsw
 import pytest
 
 from conftest import hook_output_problems as output_problems, shared_path
+from helpers import scrub_environ
 from subcog_store.capture import session as hook
 from subcog_store.capture.session import HookOptions, pre_compact
 from subcog_store.claude_code.report import capture_output
@@ -97,10 +98,7 @@ def all_text(db: Path) -> str:
 @pytest.fixture(autouse=True)
 def hook_env(monkeypatch, tmp_path):
     """No developer SUBCOG_* setting leaks in; the hook log goes to tmp_path."""
-    for key in list(os.environ):
-        if key.startswith("SUBCOG_"):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("SUBCOG_HOOK_LOG", str(tmp_path / "hook.log"))
+    scrub_environ(monkeypatch, SUBCOG_HOOK_LOG=str(tmp_path / "hook.log"))
 
 
 # -- session A, then session B (one store, built once for the module) -------------------------------------

@@ -21,7 +21,8 @@ import apsw
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from conftest import ANSWER_WHEN_DONE, hook_output_problems as problems, shared_path
+from conftest import hook_output_problems as problems, shared_path
+from helpers import clean_environ, run_cli, run_hook
 from subcog_store.capture.session import HookOptions, pre_compact
 from subcog_store.claude_code.report import capture_output
 from subcog_store.claude_code.recall_hooks import REPORT_HEADER
@@ -58,17 +59,12 @@ def hook_mode(request):
 
 
 def base_env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SUBCOG_")}
-    env.update(ANSWER_WHEN_DONE, SUBCOG_HOOK_LOG=str(tmp_path / "hook.log"))
-    env.update(_mode["env"])
-    env.update(extra)
-    return env
+    return clean_environ({"SUBCOG_HOOK_LOG": str(tmp_path / "hook.log"), **_mode["env"], **extra})
 
 
 def hook(tmp_path: Path, db: Path | str, stdin: bytes, *args: str, sub: str = "pre-compact",
          env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, "--db", str(db), "hook", sub, *args], input=stdin, capture_output=True,
-                          env=env or base_env(tmp_path), timeout=timeout)
+    return run_hook(sub, stdin, *args, db=db, environ=env or base_env(tmp_path), timeout=timeout)
 
 
 def accepted(proc: subprocess.CompletedProcess, tmp_path: Path | None = None) -> str:
@@ -468,9 +464,8 @@ def test_generated_transcripts_through_the_cli(tmp_path, seed):
 
 # -- install-hooks ------------------------------------------------------------------------------------------
 def install(project: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SUBCOG_")}
-    return subprocess.run([*CLI, "install-hooks", "--project", str(project), *args], capture_output=True, text=True,
-                          env=env, timeout=60)
+    return run_cli("install-hooks", "--project", str(project), *args, environ=clean_environ(answer_when_done=False),
+                   timeout=60, text=True)
 
 
 def test_install_hooks_writes_every_hook_and_merges(tmp_path):

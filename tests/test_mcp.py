@@ -16,7 +16,7 @@ import pytest
 from subcog_store.mcp.tools import TOOLS, ToolError, Tools, check_arguments
 from subcog_store.scope import domain_for
 from subcog_store.store import Store
-from tests.conftest import cli_command
+from helpers import clean_environ, cli_command
 
 OTHER = "billing-svc-0badc0de"
 REDIS = ("We decided to use Redis for the session cache with a TTL of 5 minutes, because sessions are read on every "
@@ -280,8 +280,8 @@ def test_the_domain_is_the_hooks_and_the_override_wins(tmp_path: Path) -> None:
 
 
 def test_hooks_and_other_commands_never_import_the_sdk(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SUBCOG_")}
-    env.update(SUBCOG_DB=str(tmp_path / "m.db"), SUBCOG_WORKER_ENABLED="false", XDG_STATE_HOME=str(tmp_path))
+    env = clean_environ({"SUBCOG_DB": str(tmp_path / "m.db"), "SUBCOG_WORKER_ENABLED": "false",
+                         "XDG_STATE_HOME": str(tmp_path)}, answer_when_done=False)
     payload = json.dumps({"session_id": "s", "cwd": str(tmp_path), "hook_event_name": "UserPromptSubmit",
                           "prompt": "How do we pool Postgres connections?"})
     for argv, stdin in ((["hook", "user-prompt-submit"], payload), (["hook", "session-start"], payload),

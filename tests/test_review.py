@@ -4,7 +4,6 @@ sqlite3 shell without the extension. `doctor` must pass after every operation.""
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import shutil
 import subprocess
@@ -13,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import all_counts, clean_environ, cli_command
+import helpers
+from conftest import all_counts, clean_environ
+from helpers import scrub_environ
 from subcog_store.cli import main as cli
 from subcog_store import review
 from subcog_store.clock import iso
@@ -383,8 +384,7 @@ def test_views_readable_from_the_stock_sqlite3_shell(stores, clock) -> None:
 # --------------------------------------------------------------------------------------------------- CLI
 
 def run_cli(capsys, monkeypatch, path: Path, *argv: str) -> tuple[int, str]:
-    for key in [k for k in os.environ if k.startswith("SUBCOG_")]:
-        monkeypatch.delenv(key)
+    scrub_environ(monkeypatch)
     code = cli.main(["--db", str(path), *argv])
     return code, capsys.readouterr().out
 
@@ -432,8 +432,7 @@ def test_cli_as_a_process(stores) -> None:
     env = clean_environ()
 
     def run(*argv: str) -> subprocess.CompletedProcess:
-        return subprocess.run([*cli_command(), "--db", path, *argv], capture_output=True, text=True, env=env,
-                              timeout=60)
+        return helpers.run_cli(*argv, db=path, environ=env, timeout=60, text=True)
 
     out = run("review", "--json")
     assert out.returncode == 0 and [r["id"] for r in json.loads(out.stdout)] == [skipped.decision_id]

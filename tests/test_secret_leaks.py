@@ -10,7 +10,6 @@ redact again on the way out, for a secret that reached the store some other way 
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from pathlib import Path
 import apsw
 import pytest
 
+from helpers import clean_environ, run_cli
 from secret_corpus import SECRETS, Secret
 
 CLI = [sys.executable, "-m", "subcog_store"]
@@ -54,14 +54,12 @@ def assert_no_leak(data: bytes, where: str, cases: list[Secret] = SECRETS) -> No
 
 
 def env(tmp_path: Path) -> dict[str, str]:
-    out = {k: v for k, v in os.environ.items() if not k.startswith("SUBCOG_")}
-    out.update(SUBCOG_DB=str(tmp_path / "s.db"), SUBCOG_HOOK_LOG=str(tmp_path / "hook.log"),
-               SUBCOG_HOOK_BUDGET_SECS="600", SUBCOG_HOOK_ANSWER_SECS="600")
-    return out
+    return clean_environ({"SUBCOG_DB": str(tmp_path / "s.db"), "SUBCOG_HOOK_LOG": str(tmp_path / "hook.log"),
+                          "SUBCOG_HOOK_BUDGET_SECS": "600"})
 
 
 def cli(tmp_path: Path, *args: str, stdin: bytes = b"") -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *args], input=stdin, capture_output=True, env=env(tmp_path), timeout=TIMEOUT)
+    return run_cli(*args, stdin=stdin, env=env(tmp_path), timeout=TIMEOUT, argv=CLI)
 
 
 def ok(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:

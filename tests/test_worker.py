@@ -26,6 +26,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import worker_pids, clean_environ, cli_command, hook_output_problems
+from helpers import run_cli, run_hook, wait_for
 from subcog_store.config import SPECS
 from subcog_store.worker import client, lifecycle, protocol
 
@@ -70,7 +71,7 @@ class Runtime:
         return {**self.env, **extra}
 
     def cli(self, *args: str, env: dict | None = None, timeout: float = 90) -> subprocess.CompletedProcess:
-        return subprocess.run([*CLI, *args], capture_output=True, env=env or self.env, timeout=timeout)
+        return run_cli(*args, environ=env or self.env, timeout=timeout)
 
     def start(self, env: dict | None = None) -> int:
         proc = self.cli("worker", "start", "--json", env=env)
@@ -112,16 +113,11 @@ def start_payload(session: str, source: str = "compact") -> bytes:
 
 def hook(env: dict, db: Path, stdin: bytes, *args: str, sub: str = "pre-compact",
          timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, "--db", str(db), "hook", sub, *args], input=stdin, capture_output=True, env=env,
-                          timeout=timeout)
+    return run_hook(sub, stdin, *args, db=db, environ=env, timeout=timeout)
 
 
 def hook_in_background(env: dict, db: Path, stdin: bytes) -> subprocess.Popen:
-    source = db.parent / f"stdin-{time.monotonic_ns()}.json"
-    source.write_bytes(stdin)
-    with open(source, "rb") as f:
-        return subprocess.Popen([*CLI, "--db", str(db), "hook", "pre-compact"], stdin=f, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=env)
+    return run_hook("pre-compact", stdin, db=db, environ=env, background=True)
 
 
 def output(proc: subprocess.CompletedProcess, event: str = "PreCompact") -> str:
@@ -167,15 +163,6 @@ def active(db: Path) -> list[tuple[str, str]]:
 
 def served_by_worker(rt: Runtime, since: int, event: str = "pre-compact") -> bool:
     return f": {event} answered in " in rt.log_text()[since:]
-
-
-def wait_for(predicate, timeout: float = 30.0, step: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step)
-    return predicate()
 
 
 def wait_ready(rt: Runtime, timeout: float = 60.0) -> int:
