@@ -31,6 +31,11 @@ demo: setup
 bench: setup
 	$(BIN)/python -m bench.run_all
 
+# The Claude Code plugin's files (plugin/, .claude-plugin/marketplace.json), rendered from install-hooks' table.
+.PHONY: plugin
+plugin: $(STAMP)
+	$(BIN)/python -m subcog_store.hook.plugin --write
+
 clean:
 	rm -rf $(VENV) models/*.onnx models/tokenizer.json models/.verified demo
 

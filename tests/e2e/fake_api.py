@@ -24,12 +24,12 @@ instruction, which the client appends as "Additional Instructions"), the summary
 
 A main-loop request (one that carries `tools`) is answered by the first turn whose `match` is in the latest user
 message that holds a script marker. A turn with `steps` walks them in order: a `tool` step is a `tool_use` of the
-subcog MCP server's tool of that short name (`mcp__subcog__search`, the name taken from the request), done once
-the assistant has called it; when the client offers the tool only as a deferred tool (named in the messages,
-loaded with ToolSearch) the answer first calls `ToolSearch` with "select:<name>"; a tool the client does not offer
-at all is answered with the text "TOOL-NOT-OFFERED <name>", so the checks fail clearly. A turn's `input_tokens`
-is reported as the answer's usage (with CLAUDE_CODE_AUTO_COMPACT_WINDOW a large value makes the client
-auto-compact before its next request).
+subcog MCP server's tool of that short name (`mcp__subcog__search`, a plugin's `mcp__plugin_subcog_subcog__search`:
+the name taken from the request), done once the assistant has called it; when the client offers the tool only as a
+deferred tool (named in the messages, loaded with ToolSearch) the answer first calls `ToolSearch` with
+"select:<name>"; a tool the client does not offer at all is answered with the text "TOOL-NOT-OFFERED <name>", so the
+checks fail clearly. A turn's `input_tokens` is reported as the answer's usage (with CLAUDE_CODE_AUTO_COMPACT_WINDOW
+a large value makes the client auto-compact before its next request).
 """
 from __future__ import annotations
 
@@ -47,6 +47,7 @@ LOCK = threading.Lock()
 COMPACT_MARKERS = ("create a detailed summary of this conversation", "create a detailed summary of the RECENT",
                    "detailed summary of the conversation")
 MCP_SERVER = "subcog"
+ANY_PREFIX = r"mcp__(?:[A-Za-z0-9-]+_)*?"   # mcp__ and, for a plugin's server, plugin_<plugin>_
 
 
 def text_of(content, tool_results: bool = True) -> str:
@@ -77,8 +78,16 @@ def tool_name(body: dict, short: str) -> str | None:
     exact = f"mcp__{MCP_SERVER}__{short}"
     if exact in names:
         return exact
-    pattern = re.compile(rf"^mcp__[^_]*{MCP_SERVER}[^_]*__{re.escape(short)}$")
+    pattern = re.compile(rf"^{ANY_PREFIX}{MCP_SERVER}__{re.escape(short)}$")
     return next((n for n in names if pattern.match(n)), None)
+
+
+def deferred_name(body: dict, short: str) -> str | None:
+    """The name of the subcog tool `short` as the request names it among the deferred tools (loaded with
+    ToolSearch), whatever prefix the client gives the server (a plugin's server has a longer one)."""
+    text = json.dumps(body.get("messages") or []) + json.dumps(body.get("system") or "")
+    found = re.search(rf"{ANY_PREFIX}{MCP_SERVER}__{re.escape(short)}(?![A-Za-z0-9_])", text)
+    return found.group(0) if found else None
 
 
 def pick_turn(script: dict, body: dict) -> tuple[dict | None, list[str]]:
@@ -123,10 +132,9 @@ def plan_step(turn: dict, called: list[str], body: dict) -> tuple[dict, dict]:
         if name:
             return {"type": "tool_use", "name": name, "input": step.get("input", {}),
                     "say": step.get("say", "Let me use the memory store.")}, {}
-        deferred = f"mcp__{MCP_SERVER}__{short}"
+        deferred = deferred_name(body, short)
         offered = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
-        if "ToolSearch" in offered and deferred in json.dumps(body.get("messages") or []) + json.dumps(
-                body.get("system") or "") and called.count("ToolSearch") < 3:
+        if "ToolSearch" in offered and deferred and called.count("ToolSearch") < 3:
             return {"type": "tool_use", "name": "ToolSearch", "input": {"query": f"select:{deferred}"},
                     "say": "Loading the tool."}, {"deferred": deferred}
         return {"type": "text", "text": f"TOOL-NOT-OFFERED {short}"}, {"tool_missing": short}

@@ -41,6 +41,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CHECKOUT = os.path.dirname(os.path.dirname(HERE))
 FAKE_API = os.path.join(HERE, "fake_api.py")
 PACKAGE, VERSION = "@anthropic-ai/claude-code-linux-x64", "2.1.328"
+PLUGIN, MARKETPLACE = "subcog", "subcog-store"   # the checkout's .claude-plugin/marketplace.json and its plugin
 DUMMY_KEY = "sk-ant-api03-offline-dummy-key-for-subcog-e2e-000000"
 SKIP = 77
 STORE_SIZE = 0   # --store-size: memories the main scenario starts from
@@ -146,8 +147,10 @@ class Results:
     def __init__(self, control: bool = False):
         self.rows: list[tuple[str, bool, str]] = []
         self.control = control   # a negative control's checks: each is expected to fail
+        self.tag = ""            # put before every check's name (the same checks, run on the plugin install)
 
     def check(self, name: str, ok: bool, evidence: str = "") -> bool:
+        name = self.tag + name
         self.rows.append((name, bool(ok), evidence))
         if self.control:
             print(f"  control: {'passed (NOT expected)' if ok else 'failed, as expected'}: {name}")
@@ -325,8 +328,11 @@ class Step:
 
 
 class Project:
-    def __init__(self, root: str, name: str, claude: str, script: dict):
-        self.name, self.claude = name, claude
+    """A project folder, its store and its client sessions. `plugin`: subcog is installed as the Claude Code plugin
+    from the checkout's marketplace (`subcog-store` on PATH, as pipx would put it), else with install-hooks."""
+
+    def __init__(self, root: str, name: str, claude: str, script: dict, plugin: bool = False):
+        self.name, self.claude, self.plugin = name, claude, plugin
         self.dir = os.path.join(root, name)
         self.home, self.cfg = os.path.join(self.dir, "home"), os.path.join(self.dir, "claude-config")
         self.proj, self.run = os.path.join(self.dir, "project"), os.path.join(self.dir, "run")
@@ -357,7 +363,17 @@ class Project:
             "CLAUDE_CODE_DEBUG_LOG_LEVEL": "verbose",      # logs when a hook is matched (PreCompact, SessionEnd)
             "SUBCOG_DB": self.db, "TERM": "dumb",
         })
+        if self.plugin:   # the plugin runs the installed subcog-store: this checkout's, found on PATH
+            env["PATH"] = os.path.dirname(self.subcog) + os.pathsep + env.get("PATH", "/usr/bin:/bin")
         return env
+
+    def tool(self, short: str) -> str:
+        """The name the client gives the subcog MCP server's tool `short` (a plugin's server: plugin:subcog:subcog)."""
+        return f"mcp__plugin_{PLUGIN}_subcog__{short}" if self.plugin else f"mcp__subcog__{short}"
+
+    def claude_cmd(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([self.claude, *args], env=self.env(), cwd=self.proj, capture_output=True, text=True,
+                              timeout=300, start_new_session=True)
 
     def prefill(self, size: int) -> str:
         """Start from a store of `size` memories of this project's domain (bench/corpus.py's sentences and cached
@@ -375,11 +391,31 @@ class Project:
 
     def setup(self) -> str:
         self.api.start()
+        if self.plugin:
+            return self.install_plugin()
         out = subprocess.run([self.subcog, "install-hooks", "--project", self.proj], env=self.env(),
                              capture_output=True, text=True, timeout=120)
         if out.returncode != 0:
             raise RuntimeError(f"install-hooks failed ({out.returncode}): {out.stdout}{out.stderr}")
         return out.stdout.strip()
+
+    def install_plugin(self) -> str:
+        """As a user does: add the checkout as a marketplace (a local path), install the plugin from it."""
+        said = []
+        for args in (("plugin", "marketplace", "add", CHECKOUT), ("plugin", "install", f"{PLUGIN}@{MARKETPLACE}")):
+            out = self.claude_cmd(*args)
+            said.append(f"claude {' '.join(args)}: exit {out.returncode}: {clip(out.stdout + out.stderr, 200)}")
+            if out.returncode != 0:
+                raise RuntimeError("\n".join(said))
+        return "\n".join(said)
+
+    def installed_plugin(self) -> dict:
+        """The client's own view of the installed plugin (`claude plugin list --json`)."""
+        out = self.claude_cmd("plugin", "list", "--json")
+        try:
+            return next((x for x in json.loads(out.stdout) if x.get("id") == f"{PLUGIN}@{MARKETPLACE}"), {})
+        except ValueError:
+            return {"error": clip(out.stdout + out.stderr, 300)}
 
     @property
     def settings_path(self) -> str:
@@ -638,6 +674,37 @@ def check_registration(r: Results, p: Project) -> None:
             f".mcp.json: {json.dumps(mcp) if mcp else 'absent'}\nenabled for the project by: {enabled or 'nothing'}")
 
 
+def check_plugin(r: Results, p: Project) -> None:
+    """The plugin as the client sees it once installed: enabled, its hooks file registering every hook through the
+    launcher, its MCP server; and `claude plugin validate` passes on the checkout's marketplace and plugin."""
+    info = p.installed_plugin()
+    folder = info.get("readFromFolder") or info.get("installPath") or ""
+    try:
+        hooks = json.loads(read_text(os.path.join(folder, "hooks", "hooks.json")) or "{}").get("hooks") or {}
+    except ValueError:
+        hooks = {}
+    want = {"PreCompact": "pre-compact", "PostCompact": "post-compact", "SessionStart": "session-start",
+            "UserPromptSubmit": "user-prompt-submit", "SessionEnd": "session-end"}
+    registered = {e: [h.get("command", "") for g in groups for h in g.get("hooks") or []]
+                  for e, groups in hooks.items()}
+    missing = [e for e, sub in want.items() if not any(c.endswith(f'scripts/subcog" hook {sub}')
+                                                        for c in registered.get(e, []))]
+    server = (info.get("mcpServers") or {}).get("subcog") or {}
+    r.check(f"the plugin {PLUGIN}@{MARKETPLACE} is installed from the local marketplace, enabled, with every hook "
+            "and the MCP server 'subcog'",
+            info.get("enabled") is True and not missing and server.get("args") == ["mcp"],
+            "claude plugin list --json: " + clip(json.dumps({k: info.get(k) for k in (
+                "id", "version", "scope", "enabled", "readFromFolder")}), 300) + "\n"
+            f"hooks.json: {json.dumps({e: [c.split()[-1] for c in cs] for e, cs in registered.items()})}"
+            + (f"\nmissing: {missing}" if missing else "") + f"\nMCP server: {json.dumps(server)}")
+    out = [p.claude_cmd("plugin", "validate", path) for path in (CHECKOUT, os.path.join(CHECKOUT, "plugin"))]
+    r.check("`claude plugin validate` passes on the marketplace and on the plugin",
+            all(o.returncode == 0 for o in out),
+            "\n".join(f"exit {o.returncode}: " + clip(" ".join(ln for ln in (o.stdout + o.stderr).splitlines()
+                                                              if "✔" in ln or "✘" in ln or "rror" in ln), 240)
+                      for o in out))
+
+
 def check_precompact(r: Results, p: Project, s: Session, step: Step, trigger: str, facts: list[str], name: str):
     runs = [h for h in p.hook_runs(s.session_id) if h["trigger"] == trigger]
     run = runs[-1] if runs else None
@@ -822,14 +889,18 @@ def hook_durations(debug_logs: list[str]) -> dict[str, list[int]]:
 
 
 # ---- scenarios ----------------------------------------------------------------------------------------------------
-def scenario_main(root: str, claude: str, r: Results) -> tuple[Project, list[str]]:
-    p = Project(root, "main", claude, SCRIPT)
+def scenario_main(root: str, claude: str, r: Results, plugin: bool = False) -> tuple[Project, list[str]]:
+    """The project's life; `plugin`: installed as the plugin from the checkout's marketplace (the same checks)."""
+    p = Project(root, "plugin" if plugin else "main", claude, SCRIPT, plugin=plugin)
     logs: list[str] = []
     try:
         if STORE_SIZE:
             r.info("store", p.prefill(STORE_SIZE))
-        r.info("install-hooks", p.setup())
-        check_registration(r, p)
+        r.info("plugin install" if plugin else "install-hooks", p.setup())
+        if plugin:
+            check_plugin(r, p)
+        else:
+            check_registration(r, p)
 
         a = Session(p, "session-A")
         logs.append(a.debug)
@@ -870,11 +941,11 @@ def scenario_main(root: str, claude: str, r: Results) -> tuple[Project, list[str
 
         # ---- session B: a new session of the same project -----------------------------------------------------
         allow = mcp_permission(p)
+        tools = f"{p.tool('search')},{p.tool('remember')}"
         b_perm = (f"allowed by the project's settings ({allow})" if allow else
-                  "not granted by the install; headless sessions are run with --allowedTools "
-                  "mcp__subcog__search,mcp__subcog__remember (as a `claude -p` user would)")
-        b = Session(p, "session-B", [] if allow else ["--allowedTools",
-                                                      "mcp__subcog__search,mcp__subcog__remember"])
+                  f"not granted by the install; headless sessions are run with --allowedTools {tools} (as a "
+                  "`claude -p` user would)")
+        b = Session(p, "session-B", [] if allow else ["--allowedTools", tools])
         logs.append(b.debug)
         b.wait_for(lambda: any(e.get("subtype") == "hook_response" and "SessionStart" in str(e.get("hook_name"))
                                for e in b.events), 30)
@@ -915,10 +986,10 @@ def scenario_main(root: str, claude: str, r: Results) -> tuple[Project, list[str
         m1 = b.send("M1", PROMPTS["M1"])
         use, res, offered = mcp_exchange(p, m1, "search")
         first_m1 = first_turn(p, m1)
-        listed = set(t for t in offered if t and t.startswith("mcp__subcog__"))
-        deferred = set(re.findall(r"mcp__subcog__\w+", json.dumps(first_m1["body"].get("messages") or []))) \
+        listed = set(t for t in offered if t and t.startswith(p.tool("")))
+        deferred = set(re.findall(re.escape(p.tool("")) + r"\w+", json.dumps(first_m1["body"].get("messages") or [])))\
             if first_m1 else set()
-        want = {f"mcp__subcog__{t}" for t in ("search", "show", "remember", "forget")}
+        want = {p.tool(t) for t in ("search", "show", "remember", "forget")}
         r.check("the client offers the subcog MCP tools (search, show, remember, forget)",
                 want <= (listed | deferred),
                 f"in the tools list: {sorted(listed) or 'none'}; named as deferred tools (loaded with "
@@ -947,7 +1018,7 @@ def scenario_main(root: str, claude: str, r: Results) -> tuple[Project, list[str
             if x["kind"] != "other"))
     finally:
         p.stop()
-        r.info("warm worker (main)", getattr(p, "worker_stop", "?"))
+        r.info(f"warm worker ({p.name})", getattr(p, "worker_stop", "?"))
     return p, logs
 
 
@@ -1033,7 +1104,7 @@ def main(argv=None) -> int:
                     help="a Claude Code binary (default: $SUBCOG_E2E_CLAUDE, else fetched once with npm pack)")
     ap.add_argument("--workdir", help="where to put this run's files (kept)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
-    ap.add_argument("--only", choices=("main", "negative"), action="append")
+    ap.add_argument("--only", choices=("main", "plugin", "negative"), action="append")
     ap.add_argument("--store-size", type=int, default=0,
                     help="start the main scenario from a store of this many memories of the project (hook timings)")
     args = ap.parse_args(argv)
@@ -1065,7 +1136,8 @@ def main(argv=None) -> int:
     os.makedirs(root, exist_ok=True)
     print(f"work directory {root}", flush=True)
     logs: list[str] = []
-    only = set(args.only or ("main", "negative"))
+    plugin_logs: list[str] = []
+    only = set(args.only or ("main", "plugin", "negative"))
     main_results: dict[str, bool] = {}
     try:
         if "main" in only:
@@ -1076,16 +1148,21 @@ def main(argv=None) -> int:
                 "instruction": next((ok for n, ok in by.items() if n.startswith("the compaction request asks")), None),
                 "summary": next((ok for n, ok in by.items() if n.startswith("#12 the summary's lasting")), None),
                 "prompt": by.get("a prompt's request carries the relevant memory (UserPromptSubmit)")}
+        if "plugin" in only:
+            r.tag = "plugin: "
+            _, plugin_logs = scenario_main(root, claude, r, plugin=True)
+            r.tag = ""
         if "negative" in only:
             scenario_negative(root, claude, r, main_results)
     except Exception as e:  # noqa: BLE001 - a harness error is a failure, with its reason
         import traceback
         r.check("the harness ran to the end", False, f"{type(e).__name__}: {e}\n" + traceback.format_exc()[-800:])
-    durations = hook_durations(logs)
-    r.info("hook durations as the client's debug log reports them (ms; PreCompact and SessionEnd: from the hook "
-           "lookup to the completion line)", "\n".join(
-               f"{k}: n={len(v)} median={statistics.median(v):.0f} min={min(v)} max={max(v)}  {v}"
-               for k, v in sorted(durations.items())) or "none found")
+    for how, its_logs in (("install-hooks", logs), ("plugin", plugin_logs)):
+        durations = hook_durations(its_logs)
+        r.info(f"hook durations ({how}) as the client's debug log reports them (ms; PreCompact and SessionEnd: "
+               "from the hook lookup to the completion line)", "\n".join(
+                   f"{k}: n={len(v)} median={statistics.median(v):.0f} min={min(v)} max={max(v)}  {v}"
+                   for k, v in sorted(durations.items())) or "none found")
     time.sleep(0.5)
     strays = ours(root)
     for pid, _ in strays:
