@@ -5,7 +5,10 @@ the timing). Measured, each in the same run:
 
 - the MCP SDK's import (`import mcp.server.lowlevel, mcp.server.stdio`, timed inside a process) beside the
   interpreter floor (`python -c pass`);
-- start-up: process start to the `initialize` answer, and to the `tools/list` answer;
+- start-up: process start to the `initialize` answer (the 2025 handshake) and to the `server/discover` answer
+  (the 2026-07-28 protocol Claude Code 2.1.328 opens with), each then to the `tools/list` answer; with
+  `--baseline DIR`, the same for the server of another source tree (e.g. the commit before, checked out with
+  `git worktree add --detach`), interleaved run by run in the same loop;
 - the first `search` (opens the store, loads the model, embeds the query) and the first `remember`;
 - warm calls: `search` (hybrid, 10k memories, varied queries), `show`, `remember` (new texts, the full check),
   `forget`; p50 / p95 per tool;
@@ -16,7 +19,7 @@ The store is bulk-built from bench/corpus.py sentences (domain `project`, namesp
 benchmark's; the server and the CLI run with SUBCOG_WORKER_ENABLED=false (neither uses the warm worker here).
 Everything is written to a temporary directory and deleted.
 
-    python -m bench.bench_mcp [--size 10000] [--reps 30] [--starts 10] [--quick]
+    python -m bench.bench_mcp [--size 10000] [--reps 30] [--starts 10] [--quick] [--baseline DIR]
 """
 from __future__ import annotations
 
@@ -50,18 +53,29 @@ SDK_IMPORT = ("import os, time; t = time.perf_counter(); import mcp.server.lowle
               "print((time.perf_counter() - t) * 1000, flush=True); os._exit(0)")
 
 
-class Server:
-    """`subcog-store mcp` in its own process; `ask` times one request to its answer."""
+META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {}}
 
-    def __init__(self, environ: dict[str, str], cwd: Path):
+
+class Server:
+    """`subcog-store mcp` in its own process (`tree`: another source tree's); `ask` times one request."""
+
+    def __init__(self, environ: dict[str, str], cwd: Path, tree: Path | None = None):
         self.started = time.perf_counter()
-        self.proc = subprocess.Popen([*CLI, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        cmd = [*CLI, "mcp"] if tree is None else [sys.executable, "-m", "subcog_store", "mcp"]
+        if tree is not None:
+            environ = {**environ, "PYTHONPATH": str(tree)}
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, env=environ, cwd=cwd)
+        self.modern = False
         self.next_id = 0
 
     def ask(self, method: str, params: dict | None = None) -> tuple[float, dict]:
         self.next_id += 1
         t0 = time.perf_counter()
+        if self.modern:
+            params = {**(params or {}), "_meta": META}
         self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method,
                                           **({"params": params} if params else {})}).encode() + b"\n")
         self.proc.stdin.flush()
@@ -78,6 +92,12 @@ class Server:
                                 "clientInfo": {"name": "bench", "version": "1"}})
         self.proc.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
         self.proc.stdin.flush()
+        return (time.perf_counter() - self.started) * 1000
+
+    def discover(self) -> float:
+        """The 2026-07-28 opening (what Claude Code 2.1.328 sends first); later requests carry the envelope."""
+        self.modern = True
+        self.ask("server/discover")
         return (time.perf_counter() - self.started) * 1000
 
     def call(self, name: str, arguments: dict) -> tuple[float, str]:
@@ -122,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=30, help="warm calls per tool")
     parser.add_argument("--starts", type=int, default=10, help="server starts and fresh CLI processes")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--baseline", type=Path, help="also start the server of this source tree, interleaved")
     args = parser.parse_args(argv)
     if args.quick:
         args.size, args.reps, args.starts = 1000, 10, 3
@@ -145,20 +166,31 @@ def run(args: argparse.Namespace, tmp: Path, load_start: tuple[float, float, flo
     rows: list[list[object]] = []
 
     # Interleaved run by run, so the shared machine's drift spreads over every row.
-    floor, sdk, inits, lists, firsts, cli_search = [], [], [], [], [], []
+    floor, sdk, firsts, cli_search = [], [], [], []
+    trees = {"this tree": None, **({f"baseline {args.baseline.name}": args.baseline.resolve()}
+                                   if args.baseline else {})}
+    starts: dict[tuple[str, str], list[float]] = {(t, k): [] for t in trees for k in
+                                                  ("initialize", "initialize+list", "discover", "discover+list")}
     for i in range(args.starts):
         floor.append(timed([sys.executable, "-c", "pass"], environ)[0])
         sdk.append(float(timed([sys.executable, "-c", SDK_IMPORT], environ)[1]))
-        server = Server(environ, tmp)
-        inits.append(server.initialize())
-        lists.append(inits[-1] + server.ask("tools/list")[0])
-        firsts.append(server.call("search", {"query": QUERIES[i % len(QUERIES)]})[0])
-        server.close()
+        for name, tree in trees.items():
+            for how in ("initialize", "discover"):
+                server = Server(environ, tmp, tree)
+                starts[name, how].append(server.initialize() if how == "initialize" else server.discover())
+                starts[name, how + "+list"].append(starts[name, how][-1] + server.ask("tools/list")[0])
+                if tree is None and how == "initialize":
+                    firsts.append(server.call("search", {"query": QUERIES[i % len(QUERIES)]})[0])
+                server.close()
         cli_search.append(timed([*CLI, "search", "--domain", "project", QUERIES[i % len(QUERIES)]], environ)[0])
-    rows += [["baseline: bare `python -c pass`", *stats(floor)], ["import of the MCP SDK (in process)", *stats(sdk)],
-             ["start-up: process start to `initialize` answered", *stats(inits)],
-             ["start-up: ... and `tools/list` answered", *stats(lists)],
-             ["first `search` of a server (store opened, model loaded)", *stats(firsts)]]
+    rows += [["baseline: bare `python -c pass`", *stats(floor)], ["import of the MCP SDK (in process)", *stats(sdk)]]
+    for name in trees:
+        rows += [[f"{name}: process start to `initialize` answered", *stats(starts[name, "initialize"])],
+                 [f"{name}: ... and `tools/list` answered", *stats(starts[name, "initialize+list"])],
+                 [f"{name}: process start to `server/discover` answered", *stats(starts[name, "discover"])],
+                 [f"{name}: ... and `tools/list` answered", *stats(starts[name, "discover+list"])]]
+    rows += [["first `search` of a server (store opened, model loaded)", *stats(firsts)]]
+    inits = starts["this tree", "initialize"]
 
     server = Server(environ, tmp)
     server.initialize()
@@ -204,6 +236,11 @@ def run(args: argparse.Namespace, tmp: Path, load_start: tuple[float, float, flo
     print(f"\nA warm `search` is {speed:.0f}x faster than a fresh `subcog-store search`; start-up is "
           f"{statistics.median(inits) - statistics.median(floor):.0f} ms over the interpreter floor; the SDK's "
           f"import alone takes {statistics.median(sdk):.0f} ms.")
+    for name in list(trees)[1:]:
+        for how in ("initialize", "discover", "discover+list"):
+            ours, theirs = statistics.median(starts["this tree", how]), statistics.median(starts[name, how])
+            print(f"p50 start to `{how}` answered: this tree {ours:.0f} ms, {name} {theirs:.0f} ms "
+                  f"({theirs / ours:.1f}x)")
     return 0
 
 

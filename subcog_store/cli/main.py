@@ -1,5 +1,5 @@
 """The `subcog-store` entry point: every command module registered on the app's parser. A hook goes straight
-to the thin hook entry (no argparse, no command modules)."""
+to the thin hook entry, and `mcp` straight to the server (no argparse, no command modules)."""
 from __future__ import annotations
 
 import sys
@@ -16,6 +16,10 @@ def main(argv: list[str] | None = None) -> int:
         from subcog_store.claude_code.entry import main as hook_main
 
         return hook_main(rest[1:], db=db)
+    if rest == ["mcp"]:   # started by the client for every session: no parser, no command modules
+        from subcog_store.cli.mcp_cmds import serve
+
+        return serve(db)
     from subcog_store.cli import app
 
     return app.run(build_parser(), argv)

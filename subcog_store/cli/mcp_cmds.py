@@ -1,9 +1,10 @@
-"""`mcp`: the MCP server Claude Code starts (registered by `install-hooks`)."""
+"""`mcp`: the MCP server Claude Code starts (registered by `install-hooks` and the plugin)."""
 from __future__ import annotations
 
-import argparse
+from typing import TYPE_CHECKING
 
-from subcog_store.cli.app import db_path
+if TYPE_CHECKING:
+    import argparse
 
 
 def register(sub, add) -> None:
@@ -12,6 +13,37 @@ def register(sub, add) -> None:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
+    from subcog_store.cli.app import db_path
+
+    return _run(db_path(args))
+
+
+def serve(db: str | None) -> int:
+    """`subcog-store [--db DB] mcp` without the parser (the entry point's fast path): the same database rules,
+    the same messages on stderr (a bad setting: exit 3, as any command)."""
+    import logging
+    import sys
+    from pathlib import Path
+
+    from subcog_store.errors import SubcogError
+
+    logging.basicConfig(level=logging.WARNING, format="subcog-store: %(message)s")
+    try:
+        from subcog_store import config
+
+        path = Path(db) if db else config.db_path()
+        if not db and not config.process_setting("db"):
+            path.parent.mkdir(parents=True, exist_ok=True)
+    except SubcogError as e:
+        print(f"subcog-store: {e}", file=sys.stderr)
+        return e.exit_code
+    except OSError as e:
+        print(f"subcog-store: {e}", file=sys.stderr)
+        return 4
+    return _run(path)
+
+
+def _run(db) -> int:
     from subcog_store.mcp.server import main
 
-    return main(db_path(args))
+    return main(db)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +30,10 @@ AUTHOR = {"name": "subcog-store"}
 
 
 def version() -> str:
-    """The package version of the checkout (pyproject.toml): the plugin's version follows it."""
-    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    """The package version: the plugin's version follows it (the client updates a plugin when it changes)."""
+    from subcog_store import __version__
+
+    return __version__
 
 
 def hook_commands() -> dict[str, str]:

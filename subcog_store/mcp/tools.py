@@ -129,6 +129,15 @@ class Tools:
             self._store.settings, self._fresh = self._store.load_settings(), True
         return self._store
 
+    def open(self) -> None:
+        """Open the store now (a server does it while answering its first messages); a failure is left for the
+        first call to report."""
+        try:
+            with self._lock:
+                self.store
+        except (ToolError, SubcogError):
+            pass
+
     def close(self) -> None:
         with self._lock:
             if self._store is not None:

@@ -878,8 +878,8 @@ def hook_durations(debug_logs: list[str]) -> dict[str, list[int]]:
     out: dict[str, list[int]] = {}
     for path in debug_logs:
         text = read_text(path)
-        for m in re.finditer(r"\[DEBUG\] Hooks: (\w+(?::\w+)?) \[[^\]]*subcog[^\]]*\] finished with status \d+ "
-                             r"\((\d+)ms\)", text):
+        for m in re.finditer(r"\[DEBUG\] Hooks: (\w+(?::\w+)?) \[[^\]]*subcog[^\]]*\] (?:\(plugin [^)]*\) )?finished "
+                             r"with status \d+ \((\d+)ms\)", text):
             out.setdefault(m.group(1), []).append(int(m.group(2)))
         for event in ("PreCompact", "SessionEnd"):
             for m in re.finditer(rf"(\S+) \[VERBOSE\] Getting matching hook commands for {event} with query: (\w+)"
