@@ -34,7 +34,7 @@ bench: setup
 # The Claude Code plugin's files (plugin/, .claude-plugin/marketplace.json), rendered from install-hooks' table.
 .PHONY: plugin
 plugin: $(STAMP)
-	$(BIN)/python -m subcog_store.hook.plugin --write
+	$(BIN)/python -m subcog_store.claude_code.plugin --write
 
 clean:
 	rm -rf $(VENV) models/*.onnx models/tokenizer.json models/.verified demo

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from subcog_store.hook import install, plugin
+from subcog_store.claude_code import install, plugin
 from subcog_store.mcp import register
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -5,8 +5,8 @@ its manifest, its hooks file and its MCP server entry are rendered here from `in
 function that writes a settings file's hooks) and `mcp.register`, so an event added to the table appears in both.
 Every command runs `plugin/scripts/subcog`, which runs the installed `subcog-store` (or says how to install it).
 
-    python -m subcog_store.hook.plugin --check    # exit 1 when a committed file differs from what is rendered
-    python -m subcog_store.hook.plugin --write    # rewrite them (`make plugin`)
+    python -m subcog_store.claude_code.plugin --check    # exit 1 when a committed file differs from what is rendered
+    python -m subcog_store.claude_code.plugin --write    # rewrite them (`make plugin`)
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from subcog_store.hook import install
+from subcog_store.claude_code import install
 from subcog_store.mcp import register
 
 ROOT = Path(__file__).resolve().parents[2]          # the checkout (the files are generated in a checkout only)
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         for rel in changed:
             print(f"{rel} differs from what `make plugin` renders", file=sys.stderr)
         return 1 if changed else 0
-    print("usage: python -m subcog_store.hook.plugin --check | --write", file=sys.stderr)
+    print("usage: python -m subcog_store.claude_code.plugin --check | --write", file=sys.stderr)
     return 2
 
 
