@@ -242,9 +242,23 @@ def db_path(environ: Mapping[str, str] | None = None) -> Path:
     return Path(str(value)) if value else data_dir(environ) / "memories.db"
 
 
-def hook_log_path(environ: Mapping[str, str] | None = None) -> Path:
-    """`SUBCOG_HOOK_LOG`, else `$XDG_STATE_HOME/subcog-store/hook.log`."""
-    value = process_setting("hook_log", environ)
+def default_db_path(environ: Mapping[str, str] | None = None) -> Path:
+    """`db_path`, its directory created when it is the default one (an explicit SUBCOG_DB is used as given)."""
+    path = db_path(environ)
+    if not process_setting("db", environ):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def hook_log_path(environ: Mapping[str, str] | None = None, fallback: bool = False) -> Path:
+    """`SUBCOG_HOOK_LOG`, else `$XDG_STATE_HOME/subcog-store/hook.log`; with `fallback`, a value that does not
+    parse gives os.devnull (its own check reports it) instead of raising."""
+    try:
+        value = process_setting("hook_log", environ)
+    except ConfigError:
+        if not fallback:
+            raise
+        return Path(os.devnull)
     return Path(str(value)) if value else state_dir(environ) / "hook.log"
 
 

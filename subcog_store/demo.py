@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from subcog_store.db.sqlfiles import q
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
 CHECKER = ROOT.parent / "shared" / "tools" / "check_hook_output.py"
@@ -56,8 +58,6 @@ def main() -> int:
     print(json.loads(output)["hookSpecificOutput"]["additionalContext"] if output.strip() else "(nothing)")
     print(check_contract("SessionStart", output) + "\n")
     print("## audit: the decision log, from the stock sqlite3 shell (no extension needed)")
-    from subcog_store.db.sqlfiles import q
-
     audit = q("audit_decisions").rstrip(";") + ";"
     if shutil.which("sqlite3"):
         print(f"$ sqlite3 -header -column {db} \"{' '.join(audit.split())}\"")

@@ -1,13 +1,18 @@
 """`doctor`: verify the store's invariants; each finding names what is wrong."""
+# Lazy imports: the worker's state is read only by the `doctor` command.
 from __future__ import annotations
 
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Iterator
 
 import apsw
 
-from subcog_store.db.connection import latest_version, schema_version
+from subcog_store.clock import iso
+from subcog_store.db import hook_state
+from subcog_store.db.connection import connect, latest_version, schema_version
 from subcog_store.text.normalize import content_hash
 from subcog_store.db.sqlfiles import q
 from subcog_store.errors import NotFound
@@ -22,12 +27,8 @@ class Finding:
 
 
 @contextmanager
-def open_for_doctor(args) -> Iterator["apsw.Connection"]:
+def open_for_doctor(path: Path) -> Iterator["apsw.Connection"]:
     """The database as it is: never migrated (so the schema check can fail), never created."""
-    from subcog_store.cli.app import db_path
-    from subcog_store.db.connection import connect
-
-    path = db_path(args)
     if not path.exists():
         raise NotFound(f"{path} does not exist (run `subcog-store init`)")
     con = connect(path, migrate=False)
@@ -92,10 +93,5 @@ def diagnose(con: apsw.Connection, *, worker: bool = False) -> list[Finding]:
 
 def pending_left(con: apsw.Connection) -> list[str]:
     """Captures recorded as pending longer ago than a worker could still be finishing them."""
-    import time
-
-    from subcog_store.clock import iso
-    from subcog_store.capture import pending
-
     return [f"{p.get('session_id', '')} {p['transcript_path']}"
-            for p in pending.recorded_before(con, iso(time.time() - pending.STALE_SECS))]
+            for p in hook_state.pending_before(con, iso(time.time() - hook_state.STALE_SECS))]

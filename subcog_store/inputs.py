@@ -1,6 +1,7 @@
 """What callers hand the store, validated once: a capture request becomes a `Prepared` capture, its secrets
 replaced by [REDACTED] and its content hash computed here and carried through the check, the policies and the
 write."""
+# Lazy imports: the 133 secret patterns compile on the first capture, not when a command starts.
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,5 +1,6 @@
 """Maintenance: embed memories that lack a vector, forget a memory, move memories between domains, redact secrets
 stored before a rule existed."""
+# Lazy imports: the secret patterns compile only for `redact`.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -12,6 +13,7 @@ from subcog_store.clock import iso
 from subcog_store.db.sqlfiles import q
 from subcog_store.errors import InvalidInput, SubcogError
 from subcog_store.text.namespaces import canonical_domain
+from subcog_store.text.normalize import content_hash
 
 if TYPE_CHECKING:
     from subcog_store.store import Store
@@ -94,7 +96,6 @@ def redact_store(store: "Store", dry_run: bool = False) -> dict:
     reports; then purge the full-text index and rewrite the file, so no replaced secret stays in its pages.
     Each changed memory gets a `redacted` decision (confirmed, with no undo: reversing would restore the secret).
     Returns the counts."""
-    from subcog_store.text.normalize import content_hash
     from subcog_store.text.redact import redact
 
     counts = {"secrets": 0, "memories": 0, "merged": 0, "decisions": 0, "hook_runs": 0, "dry_run": dry_run}

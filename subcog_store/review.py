@@ -15,6 +15,7 @@ from subcog_store.db.connection import dict_row, dict_rows, immediate
 from subcog_store.db.sqlfiles import q
 from subcog_store.dedup.policies import REJECTIONS
 from subcog_store.errors import InvalidInput, NotFound
+from subcog_store.text.normalize import content_hash
 
 if TYPE_CHECKING:
     from subcog_store.store import Store
@@ -93,8 +94,6 @@ def reverse(store: "Store", decision_id: int, *, batch_only: bool = False) -> Re
 def _store_rejected(store: "Store", entry: dict, undo: writer.Undo, now: str) -> ReverseReport:
     candidate = undo.candidate or {"content": entry["new_content"]}
     content = candidate["content"]
-    from subcog_store.text.normalize import content_hash
-
     owner = writer.active_owner(store.con, entry["domain"], entry["namespace"], content_hash(content))
     if owner:
         return ReverseReport(entry["id"], False, f"not stored: an active memory with the same content exists "

@@ -12,6 +12,8 @@ import os
 import re
 from pathlib import Path
 
+from subcog_store.config import process_setting
+
 LEGACY_DOMAIN = "project"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 MAX_DEPTH = 64
@@ -43,8 +45,6 @@ def project_root(cwd: str | os.PathLike | None) -> Path | None:
 
 def domain_for(cwd: str | os.PathLike | None, environ: dict[str, str] | None = None) -> str:
     """The domain of the project `cwd` belongs to (SUBCOG_HOOK_DOMAIN wins; `project` when there is no cwd)."""
-    from subcog_store.config import process_setting
-
     override = process_setting("hook_domain", environ)
     if override:
         return str(override)

@@ -4,6 +4,7 @@ Writes go through `db.memories` (the one writer); the duplicate rule is `dedup.r
 texts at once (hooks, JSONL, eval) is `capture_many`, which owns the in-batch deduplication, when to load the
 model and what to embed.
 """
+# Lazy imports: each service loads when first used: a hook's run of repeats never imports numpy or the model.
 from __future__ import annotations
 
 import logging
@@ -17,7 +18,8 @@ import apsw
 from subcog_store.clock import Clock, iso, system_clock
 from subcog_store.config import Settings
 from subcog_store.db import memories as writer
-from subcog_store.db.connection import BUSY_TIMEOUT_MS, connect, dict_rows, immediate, set_overrides
+from subcog_store.db import locks
+from subcog_store.db.connection import connect, dict_rows, immediate, set_overrides
 from subcog_store.db.memories import Memory, urn
 from subcog_store.db.sqlfiles import q
 from subcog_store.dedup.check import CheckInputs, CheckResult, apply_guard, check_row, exact_tier, guard_floor, \
@@ -38,7 +40,6 @@ if TYPE_CHECKING:
 __all__ = ["Store", "Memory", "CaptureResult", "CaptureRequest", "validate_content"]
 
 log = logging.getLogger("subcog_store")
-CHECK_LOG_WAIT_MS = 250
 VECTOR_CACHE = 8192
 
 
@@ -198,14 +199,11 @@ class Store:
         if log_check and not self.readonly:
             # The log row is best effort: a check on a read-only or busy file still answers, without waiting
             # long behind another process's capture.
-            self.con.setbusytimeout(CHECK_LOG_WAIT_MS)
             try:
-                with immediate(self.con):
+                with locks.best_effort(self.con), immediate(self.con):
                     self.con.execute(q("insert_check"), check_row(result, iso(inputs.now), inputs.content_hash[:16]))
             except apsw.Error as e:
                 log.warning("check not logged: %s", e)
-            finally:
-                self.con.setbusytimeout(BUSY_TIMEOUT_MS)
         return result
 
     # -- capture --------------------------------------------------------------------------------------------
@@ -314,7 +312,7 @@ class Store:
 
     def wait_for_lock_at_most(self, seconds: float) -> None:
         """How long the next writes wait for another process's lock (a hook keeps to its budget)."""
-        self.con.setbusytimeout(max(1, min(int(seconds * 1000), BUSY_TIMEOUT_MS)))
+        locks.at_most(self.con, seconds)
 
     def log_repeat(self, p: Prepared, first: Prepared, matched_id: str | None, similarity: float | None) -> int:
         """An in-batch repeat goes to the decision log like every other decision (reversible: stores the text)."""

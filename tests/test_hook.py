@@ -1,6 +1,6 @@
 """The pre-compact and session-start hooks at library level, on a real store with the real model.
 
-`hook.pre_compact(raw, HookOptions(...))` opens its own Store (the model loads once per run, ~0.5 s), so these
+`pre_compact(raw, HookOptions(...))` opens its own Store (the model loads once per run, ~0.5 s), so these
 tests share nothing but the sample transcripts. What they check is what the samples README promises a user
 running the hook on session A, then session B, against one store.
 """
@@ -18,7 +18,8 @@ import pytest
 from conftest import hook_output_problems as output_problems, shared_path
 from helpers import scrub_environ
 from subcog_store.capture import session as hook
-from subcog_store.capture.session import HookOptions, pre_compact
+from subcog_store.capture.session import HookOptions
+from subcog_store.claude_code.handlers import pre_compact
 from subcog_store.claude_code.report import capture_output
 from subcog_store.claude_code.handlers import dispatch
 from subcog_store.claude_code.recall_hooks import REPORT_HEADER

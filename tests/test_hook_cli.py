@@ -23,7 +23,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import hook_output_problems as problems, shared_path
 from helpers import clean_environ, run_cli, run_hook
-from subcog_store.capture.session import HookOptions, pre_compact
+from subcog_store.capture.session import HookOptions
+from subcog_store.claude_code.handlers import pre_compact
 from subcog_store.claude_code.report import capture_output
 from subcog_store.claude_code.recall_hooks import REPORT_HEADER
 from subcog_store.extraction.summary import LASTING_FACTS_HEADING

@@ -4,9 +4,12 @@ statements one capture runs."""
 from __future__ import annotations
 
 import ast
+import fnmatch
+import functools
 import re
 import subprocess
 from pathlib import Path
+from typing import NamedTuple
 
 import apsw
 import pytest
@@ -24,6 +27,36 @@ SQL_START = re.compile(r"^\s*(select|insert|update|delete|create|drop|alter|prag
                        re.IGNORECASE)
 
 
+# The layers, bottom first (the README's layout section lists the same). A module may import, at any depth, only
+# modules of its own layer or of a lower one; an import inside a function (a lazy import, for start-up time or an
+# optional package) only those of a lower layer, and says why in a comment (on its line, the line above, or once
+# at the top of its module: "# Lazy imports: ..."). No cycle at any depth. Patterns: a module, or "package.*".
+LAYERS: list[tuple[str, list[str]]] = [
+    ("foundation", ["errors", "clock", "text.*", "worker.protocol"]),
+    ("settings", ["config"]),
+    ("project", ["scope"]),
+    ("extraction", ["extraction.*"]),
+    ("data", ["db.sqlfiles", "db.connection", "db.locks"]),
+    ("tables", ["db.memories", "db.hook_state"]),
+    ("knn cache", ["db.bitcache"]),
+    ("knn", ["db.knn"]),
+    ("worker access", ["worker.client", "worker.lifecycle"]),
+    ("model", ["model.files", "model.embedder"]),
+    ("model choice", ["model.provider"]),
+    ("rules", ["inputs", "dedup.rule", "dedup.plugins", "dedup.check", "dedup.policies"]),
+    ("services", ["dedup.in_batch", "recall.*", "review", "maintenance", "batch.*", "doctor", "evaluation.pairs"]),
+    ("facade", ["store"]),
+    ("applications", ["capture.*", "evaluation.evaluate"]),
+    ("adapter parts", ["claude_code.events", "claude_code.report", "claude_code.recall_hooks", "mcp.register", "mcp.wire", "mcp.tools"]),
+    ("adapters", ["claude_code.handlers", "claude_code.install", "mcp.server"]),
+    ("entries", ["claude_code.entry", "cli.app", "demo"]),
+    ("hosts", ["claude_code.command", "hook.command", "worker.hooks", "worker.server", "cli.*_cmds"]),
+    ("main", ["cli.main", "__main__"]),
+]
+# Imports that still point up a layer, each to be removed (issue 22): (importer, imported).
+KNOWN_UPWARD: set[tuple[str, str]] = set()
+
+
 def modules() -> dict[str, Path]:
     out = {}
     for path in PACKAGE.rglob("*.py"):
@@ -33,36 +66,103 @@ def modules() -> dict[str, Path]:
     return out
 
 
-def top_level_imports(path: Path, known: set[str]) -> set[str]:
-    """Modules of this package imported when `path` is imported (not inside functions or TYPE_CHECKING)."""
-    found = set()
-    for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+def layer_of(module: str) -> int:
+    """The index of a module's layer in LAYERS (packages' __init__ modules belong to no layer: -1)."""
+    short = module.removeprefix("subcog_store.")
+    for index, (_, patterns) in enumerate(LAYERS):
+        if any(fnmatch.fnmatchcase(short, pattern) for pattern in patterns):
+            return index
+    return -1
+
+
+class Import(NamedTuple):
+    target: str
+    line: int
+    lazy: bool        # inside a function
+
+
+def package_imports(path: Path, known: set[str]) -> list[Import]:
+    """Every import of this package's modules in `path`, at any depth (TYPE_CHECKING blocks excepted: they never
+    run). `from pkg import mod` counts as importing `pkg.mod`."""
+    found: list[Import] = []
+
+    def visit(node: ast.AST, lazy: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                continue
+            inner = lazy or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if isinstance(child, ast.ImportFrom) and child.module and child.module.startswith("subcog_store"):
+                subs = [f"{child.module}.{a.name}" for a in child.names if f"{child.module}.{a.name}" in known]
+                for target in subs or [child.module]:
+                    found.append(Import(target, child.lineno, inner))
+            elif isinstance(child, ast.Import):
+                found.extend(Import(a.name, child.lineno, inner) for a in child.names if a.name.startswith("subcog_store"))
+            visit(child, inner)
+
+    visit(ast.parse(path.read_text()), False)
+    return [i for i in found if i.target in known]
+
+
+@functools.lru_cache(maxsize=1)
+def import_graph() -> dict[str, list[Import]]:
+    mods = modules()
+    return {name: [i for i in package_imports(path, set(mods)) if i.target != name] for name, path in mods.items()}
+
+
+def test_every_module_has_a_layer() -> None:
+    loose = sorted(m for m, p in modules().items() if p.name != "__init__.py" and layer_of(m) < 0)
+    assert not loose, f"modules in no layer of LAYERS: {loose}"
+
+
+def test_imports_point_down_the_layers() -> None:
+    """Any depth: a module imports its own layer or lower ones; a lazy import only lower ones."""
+    wrong = []
+    for name, imports in import_graph().items():
+        for i in imports:
+            here, there = layer_of(name), layer_of(i.target)
+            if there < 0 or (name, i.target) in KNOWN_UPWARD:
+                continue
+            if there > here or (i.lazy and there == here):
+                wrong.append(f"{name}:{i.line} imports {i.target} ({'lazily, ' if i.lazy else ''}"
+                             f"{LAYERS[here][0]} -> {LAYERS[there][0]})")
+    assert not wrong, "imports against the layers:\n" + "\n".join(wrong)
+
+
+def test_known_upward_imports_still_exist() -> None:
+    """The list of imports still to be turned round only shrinks: an entry that is gone must leave it."""
+    graph = import_graph()
+    stale = {pair for pair in KNOWN_UPWARD if pair[1] not in {i.target for i in graph.get(pair[0], [])}}
+    assert not stale, f"remove from KNOWN_UPWARD: {sorted(stale)}"
+
+
+def test_lazy_imports_say_why() -> None:
+    missing = []
+    graph = import_graph()
+    for name, path in modules().items():
+        lines = path.read_text().splitlines()
+        if any(line.startswith("# Lazy imports") for line in lines):
             continue
-        for sub in ast.walk(node) if not isinstance(node, (ast.FunctionDef, ast.ClassDef)) else []:
-            if isinstance(sub, ast.ImportFrom) and sub.module and sub.module.startswith("subcog_store"):
-                found.add(sub.module)
-                found.update(f"{sub.module}.{a.name}" for a in sub.names if f"{sub.module}.{a.name}" in known)
-            elif isinstance(sub, ast.Import):
-                found.update(a.name for a in sub.names if a.name.startswith("subcog_store"))
-    return {m for m in found if m in known}
+        for i in graph[name]:
+            if i.lazy and "#" not in lines[i.line - 1] and not lines[i.line - 2].strip().startswith("#"):
+                missing.append(f"{name}:{i.line}")
+    assert not missing, f"lazy imports without a reason: {sorted(set(missing))}"
 
 
 def test_no_import_cycle() -> None:
-    mods = modules()
-    graph = {name: top_level_imports(path, set(mods)) - {name} for name, path in mods.items()}
+    """At any depth (lazy imports included)."""
+    graph = {name: {i.target for i in imports} for name, imports in import_graph().items()}
     state: dict[str, int] = {}
 
     def visit(node: str, stack: list[str]) -> None:
         state[node] = 1
-        for nxt in graph[node]:
+        for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
                 raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(nxt):] + [nxt]))
             if nxt not in state:
                 visit(nxt, stack + [nxt])
         state[node] = 2
 
-    for name in graph:
+    for name in sorted(graph):
         if name not in state:
             visit(name, [name])
 

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Sequence
 
+from subcog_store.db import knn
+from subcog_store.dedup.check import text_neighbours
+
 if TYPE_CHECKING:
     import apsw
     import numpy as np
@@ -73,8 +76,6 @@ def vec0_pairs(con: "apsw.Connection", vectors: "np.ndarray", seqs: Sequence[int
     """The same pairs by one KNN query per memory (the semantic tier's, db/knn.py: exact above the threshold)."""
     import numpy as np
 
-    from subcog_store.db import knn
-
     index = {s: i for i, s in enumerate(seqs)}
     found: dict[tuple[int, int], float] = {}
     for i, vector in enumerate(vectors):
@@ -90,8 +91,6 @@ def vec0_pairs(con: "apsw.Connection", vectors: "np.ndarray", seqs: Sequence[int
 def text_pairs(con: "apsw.Connection", ids: Sequence[str], contents: Sequence[str], namespace: str, domain: str,
                threshold: float, k: int, tick: Tick) -> list[Pair]:
     """FTS5 over shared significant words, confirmed by word overlap: the store's text tier, per memory."""
-    from subcog_store.dedup.check import text_neighbours
-
     index = {memory_id: i for i, memory_id in enumerate(ids)}
     found: dict[tuple[int, int], float] = {}
     for i, content in enumerate(contents):

@@ -24,6 +24,7 @@ from subcog_store.db.connection import dict_rows, immediate
 from subcog_store.db.memories import Memory
 from subcog_store.db.sqlfiles import q
 from subcog_store.errors import ConfigError, InvalidInput
+from subcog_store.review import reverse
 from subcog_store.text.namespaces import canonical_domain, canonical_namespace
 
 if TYPE_CHECKING:
@@ -259,8 +260,6 @@ def _finish(store: "Store", report: RunReport, started: float, status: str, ns: 
 
 def unmerge(store: "Store", decision_id: int | str):
     """Undo one batch merge: every member back exactly as it was (rows, vectors, recent captures)."""
-    from subcog_store.review import reverse
-
     return reverse(store, decision_id, batch_only=True)  # type: ignore[arg-type]
 
 

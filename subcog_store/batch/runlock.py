@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Iterator
 
 import apsw
 
-from subcog_store.db.connection import BUSY_TIMEOUT_MS, immediate
+from subcog_store.db import locks
+from subcog_store.db.connection import immediate
 from subcog_store.db.sqlfiles import q
 from subcog_store.errors import DatabaseError
 
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
     from subcog_store.store import Store
 
 log = logging.getLogger("subcog_store.batch")
-LOCK_WAIT_MS = 250
 LOCK_TRIES = 20   # 1 s
 
 
@@ -87,8 +87,7 @@ def reap_stale_runs(store: "Store") -> int:
     if fd is None:  # a live run holds it
         return 0
     try:
-        store.con.setbusytimeout(LOCK_WAIT_MS)
-        with immediate(store.con):
+        with locks.best_effort(store.con), immediate(store.con):
             store.con.execute(q("mark_stale_runs"))
             marked = store.con.changes()
         return marked
@@ -96,5 +95,4 @@ def reap_stale_runs(store: "Store") -> int:
         log.warning("could not mark an interrupted batch run: %s", e)
         return 0
     finally:
-        store.con.setbusytimeout(BUSY_TIMEOUT_MS)
         _release(fd)

@@ -9,17 +9,23 @@ record, the rest is read next time.
 Through the warm worker a transcript capture may finish after the hook has answered (`HookOptions.on_recorded`,
 SUBCOG_HOOK_ANSWER_SECS): it is recorded in `hook_pending` first and cleared with its saved offset, and one left
 behind (the worker died) is redone from that offset by a later capture hook on the store.
+
+The Claude Code adapter (`claude_code/handlers.py`) parses the hook input and hands over a `Source`; this module
+knows no hook protocol.
 """
+# Lazy imports: the store (apsw, the model) and the extraction pipeline load when a capture runs: a bad input or
+# setting is answered without them.
 from __future__ import annotations
 
-import json
 import logging
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
 
 from subcog_store.capture import pending as hook_pending
+from subcog_store.capture.run import HookOptions, Run, Source, new_run
+from subcog_store.clock import iso
+from subcog_store.db import hook_state, locks
+from subcog_store.db.connection import immediate
 from subcog_store.text.normalize import fingerprint
 
 log = logging.getLogger("subcog_store.hook.capture")
@@ -32,101 +38,29 @@ SOURCES = {"pre-compact": "pre-compact-hook", "session-end": "session-end-hook",
 MAX_SUMMARY_CHARS = 200_000
 
 
-@dataclass
-class HookOptions:
-    db: Path
-    dry_run: bool = False
-    budget_secs: float = 20.0
-    include_sidechain: bool = False
-    min_confidence: float | None = None     # the scorer's probability floor (None: the trained threshold)
-    domain: str = "project"
-    event: str = "pre-compact"
-    on_recorded: Callable[[], None] | None = None   # the warm worker: record the run as pending, then call this
-
-    @classmethod
-    def from_env(cls, db: Path, dry_run: bool = False, event: str = "pre-compact") -> "HookOptions":
-        """The hook's settings (raises ConfigError naming a variable that does not parse)."""
-        from subcog_store.config import process_setting
-
-        process_setting("hook_domain")   # checked now: a bad value is named before anything is read
-        return cls(db=db, dry_run=dry_run, budget_secs=float(process_setting("hook_budget_secs")),
-                   include_sidechain=bool(process_setting("hook_include_sidechain")),
-                   min_confidence=process_setting("hook_min_confidence"), event=event)  # type: ignore[arg-type]
-
-    @property
-    def tags(self) -> list[str]:
-        return ["auto-captured", "compact-summary" if self.event == "post-compact" else self.event]
+def capture_transcript(source: Source, options: HookOptions, run: Run | None = None,
+                       started: float | None = None) -> Run:
+    """Capture the unread part of the source's transcript. Never raises: problems land in `run.errors`."""
+    started = time.monotonic() if started is None else started
+    return capture_source(source, options, run or new_run(options), started, started + options.budget_secs)
 
 
-@dataclass
-class Run:
-    """What one pre-compact run did; `report()` is what is stored and shown."""
-
-    session_id: str | None = None
-    transcript_path: str | None = None
-    trigger: str | None = None
-    dry_run: bool = False
-    captured: list[dict] = field(default_factory=list)
-    skipped: list[dict] = field(default_factory=list)
-    errors: list[dict] = field(default_factory=list)
-    redacted: int = 0
-    records: int = 0
-    bad_lines: int = 0
-    truncated: bool = False
-    first_run: bool = False      # nothing of this transcript was read before
-    log: str = ""
-    started_at: float = field(default_factory=time.time)
-
-    def fail(self, summary: str, error: BaseException | str) -> None:
-        detail = f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else error
-        self.errors.append({"summary": summary, "detail": detail[:500]})
-        log.warning("capture: %s: %s", summary, detail[:500])
-
-    def report(self) -> dict[str, Any]:
-        return {"session_id": self.session_id, "dry_run": self.dry_run, "captured": self.captured,
-                "skipped": self.skipped, "redacted": self.redacted, "errors": self.errors, "records": self.records,
-                "bad_lines": self.bad_lines, "truncated": self.truncated, "log": self.log, "first_run": self.first_run}
-
-    @property
-    def status(self) -> str:
-        if self.dry_run:
-            return "dry_run"
-        return "failed" if self.errors and not self.captured else ("partial" if self.errors or self.truncated
-                                                                     else "ok")
-
-
-def pre_compact(raw: bytes, options: HookOptions) -> Run:
-    """Capture the unread part of the transcript. Never raises: problems land in `run.errors`."""
-    from subcog_store.claude_code.handlers import log_path, parse_payload
-
-    started = time.monotonic()
-    deadline = started + options.budget_secs
-    run = Run(dry_run=options.dry_run, log=str(log_path()))
-    try:
-        payload = parse_payload(raw)
-    except ValueError as e:
-        run.fail(str(e), e)
-        return run
-    return capture_payload(payload, options, run, started, deadline)
-
-
-def capture_payload(payload: dict, options: HookOptions, run: Run, started: float, deadline: float,
-                    redo: bool = False) -> Run:
-    """Capture the unread part of the transcript the hook input names (see `pre_compact`); then, unless this
+def capture_source(source: Source, options: HookOptions, run: Run, started: float, deadline: float,
+                   redo: bool = False) -> Run:
+    """Capture the unread part of the transcript `source` names (see `capture_transcript`); then, unless this
     is itself one (`redo`), pending captures a dead worker left behind, while the extraction share lasts."""
-    from subcog_store.claude_code.handlers import domain_of
-    run.session_id = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
-    run.trigger = payload.get("trigger") if isinstance(payload.get("trigger"), str) else options.event
-    options.domain = domain_of(payload)
-    path = payload.get("transcript_path")
-    if not isinstance(path, str) or not path:
+    run.session_id = source.session_id
+    run.trigger = source.trigger or options.event
+    options.domain = source.domain
+    path = source.transcript_path
+    if not path:
         run.fail("no transcript_path in the hook input", "missing transcript_path")
         return run
     run.transcript_path = path
-    pending = {k: payload[k] for k in hook_pending.KEYS if isinstance(payload.get(k), str)}
     stale: list[dict] = []
     try:
-        stale = _capture_transcript(run, options, started, deadline, {**pending, "event": options.event}, redo)
+        stale = _capture_transcript(run, options, started, deadline, {**source.pending(), "event": options.event},
+                                    redo)
     except Exception as e:  # fail open: the compaction goes on
         run.fail("capture failed", e)
     log.info("%s session=%s captured=%d skipped=%d redacted=%d errors=%d in %.0f ms", options.event,
@@ -143,14 +77,12 @@ def _redo(pending: dict, options: HookOptions, started: float, deadline: float) 
     """Finish a capture a dead worker left pending (from its saved offset; never raises)."""
     from dataclasses import replace
 
-    from subcog_store.claude_code.handlers import log_path
-
     event = pending.get("event") if pending.get("event") in ("pre-compact", "session-end") else "pre-compact"
     log.info("redoing a pending %s capture of session=%s", event, pending.get("session_id"))
-    redo = Run(dry_run=False, log=str(log_path()), trigger=pending.get("trigger") or event)
+    redo = Run(dry_run=False, log=options.log_path, trigger=pending.get("trigger") or event)
     try:
-        capture_payload(pending, replace(options, event=event, on_recorded=None), redo, started, deadline,
-                        redo=True)
+        capture_source(Source.from_pending(pending), replace(options, event=event, on_recorded=None), redo, started,
+                       deadline, redo=True)
     except Exception as e:  # noqa: BLE001 - the next hook tries again
         log.warning("pending capture not redone: %s: %s", type(e).__name__, e)
 
@@ -172,27 +104,20 @@ def _open_store(run: Run, options: HookOptions):
         return None
 
 
-def post_compact(raw: bytes, options: HookOptions) -> Run:
-    """Capture the lasting facts of the compaction summary in the hook input (`compact_summary`)."""
+def capture_summary(source: Source, summary: str | None, options: HookOptions, run: Run | None = None,
+                    started: float | None = None) -> Run:
+    """Capture the lasting facts of a compaction summary (post-compact). Never raises."""
     import apsw
 
     from subcog_store.extraction.extract import extract_candidates
-    from subcog_store.claude_code.handlers import domain_of, log_path, parse_payload
     from subcog_store.extraction.transcript import AssistantText
 
-    started = time.monotonic()
+    started = time.monotonic() if started is None else started
     deadline = started + options.budget_secs
-    run = Run(dry_run=options.dry_run, log=str(log_path()), trigger="post-compact")
-    try:
-        payload = parse_payload(raw)
-    except ValueError as e:
-        run.fail(str(e), e)
-        return run
-    run.session_id = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
-    run.transcript_path = payload.get("transcript_path") if isinstance(payload.get("transcript_path"), str) else None
-    options.domain = domain_of(payload)
-    summary = payload.get("compact_summary")
-    if not isinstance(summary, str) or not summary.strip():
+    run = run or new_run(options, trigger="post-compact")
+    run.session_id, run.transcript_path = source.session_id, source.transcript_path
+    options.domain = source.domain
+    if not summary or not summary.strip():
         return run
     store = _open_store(run, options)
     if store is None:
@@ -236,7 +161,7 @@ def _capture_transcript(run: Run, options: HookOptions, started: float, deadline
             else:
                 if options.on_recorded:
                     options.on_recorded()
-        offset, chars = _stored_offset(store, session_key, run.transcript_path)
+        offset, chars = hook_state.offset(store.con, session_key, run.transcript_path)
         run.first_run = offset == 0 and chars == 0
         try:
             read = read_assistant_texts(run.transcript_path, offset, include_sidechain=options.include_sidechain,
@@ -305,34 +230,20 @@ def pieces(text, skip_chars: int = 0) -> list:
 def keep_to_budget(store, deadline: float, grace: float = 0.0) -> None:
     """Waiting for another process's lock must not outlast the hook's time budget (plus a short grace for
     saving where the run stopped, so its progress is not lost)."""
-    remaining = max(deadline - time.monotonic(), 0.0)
-    store.con.setbusytimeout(max(1, int(max(remaining, grace) * 1000)))
-
-
-def _stored_offset(store, session_key: str, path: str) -> tuple[int, int]:
-    """(byte offset of the record to resume at, characters of its text already handled)."""
-    from subcog_store.db.sqlfiles import q
-
-    row = store.con.execute(q("get_hook_offset"), {"session_id": session_key, "transcript_path": path}).fetchone()
-    return (int(row[0]), int(row[1])) if row else (0, 0)
+    locks.within(store.con, deadline, grace)
 
 
 def _save(store, run: Run, session_key: str, offset: tuple[int, int] | None) -> None:
     """Where this run stopped reading (when it finished) and its report, in one transaction."""
-    from subcog_store.clock import iso
-    from subcog_store.db.connection import immediate
-    from subcog_store.db.sqlfiles import q
-
     now = iso(store.clock())
     with immediate(store.con):
         hook_pending.clear(store, session_key, run.transcript_path, in_transaction=True)
         if offset is not None:
-            store.con.execute(q("set_hook_offset"), {"session_id": session_key, "transcript_path": run.transcript_path,
-                                                     "byte_offset": offset[0], "record_chars": offset[1], "now": now})
-        store.con.execute(q("insert_hook_run"), {
-            "session_id": run.session_id, "transcript_path": run.transcript_path, "trigger": run.trigger,
-            "started_at": iso(run.started_at), "finished_at": now, "status": run.status, "captured": len(run.captured),
-            "skipped": len(run.skipped), "redacted": run.redacted, "report": json.dumps(run.report())})
+            hook_state.set_offset(store.con, session_key, run.transcript_path, offset, now)
+        hook_state.add_run(store.con, session_id=run.session_id, transcript_path=run.transcript_path,
+                           trigger=run.trigger, started_at=iso(run.started_at), finished_at=now, status=run.status,
+                           captured=len(run.captured), skipped=len(run.skipped), redacted=run.redacted,
+                           report=run.report())
 
 
 def _capture_all(run: Run, store, candidates: list, options: HookOptions, deadline: float

@@ -7,6 +7,8 @@ wedged, of another version or fails, it runs `run` here, with what is left of it
 log, and (absent or stale) starts a worker for the next hook after its output is written. Whatever happens it
 exits 0, prints output the client accepts and writes nothing on stderr; details go to the hook log.
 """
+# Lazy imports: the hook command's warm path imports the standard library and the worker client only;
+# the rest loads when the hook runs in this process.
 from __future__ import annotations
 
 import os
@@ -60,12 +62,13 @@ def run(event: str | None, opts: dict, raw: bytes, db: str | None = None, *, not
         from pathlib import Path
 
         from subcog_store.claude_code import handlers
+        from subcog_store.config import default_db_path
 
         handlers.setup_log()
         if note:
             handlers.log.info("worker: %s; running %s in process", note, event)
         path = opts.get("db") or db
-        db_path = Path(path) if path else handlers.default_db()
+        db_path = Path(path) if path else default_db_path()
         return handlers.dispatch(event, raw, db_path, dry_run=bool(opts.get("dry_run")),
                                  fmt=opts.get("format") or "default", use_model=use_model, on_recorded=on_recorded,
                                  on_answer=on_answer)

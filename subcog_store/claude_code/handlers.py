@@ -1,28 +1,33 @@
-"""Claude Code hooks: the hook input, the log, and dispatch by event to `capture.session` (pre-compact,
-session-end, post-compact) and `claude_code.recall_hooks` (session-start, user-prompt-submit).
+"""Claude Code hooks: the hook input parsed once (`events.HookEvent`), the log, and dispatch by event to
+`capture.session` (pre-compact, session-end, post-compact) and `claude_code.recall_hooks` (session-start,
+user-prompt-submit).
 
 Every hook never harms the session: whatever happens it exits 0 and prints output the client accepts, within its
 budget, nothing on stderr; details (content fingerprints only, never content) go to the hook log.
 """
 from __future__ import annotations
 
-import json
 import logging
-import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from subcog_store.claude_code.events import EVENTS, HookEvent
+
+if TYPE_CHECKING:
+    from subcog_store.capture.session import HookOptions, Run, Source
+
+# Lazy imports: a hook is a fresh process, and the warm worker path never gets here; each event imports only
+# what it runs (the store, the model and the extraction pipeline are heavy).
 log = logging.getLogger("subcog_store.hook")
-EVENTS = ("pre-compact", "session-end", "post-compact", "session-start", "user-prompt-submit")
+__all__ = ["EVENTS", "HookEvent", "dispatch", "pre_compact", "post_compact", "setup_log", "log_path"]
 
 
 def log_path() -> Path:
-    """`SUBCOG_HOOK_LOG`, else `$XDG_STATE_HOME/subcog-store/hook.log` (default ~/.local/state)."""
+    """`SUBCOG_HOOK_LOG`, else `$XDG_STATE_HOME/subcog-store/hook.log` (default ~/.local/state); a value that
+    does not parse is reported by the setting's own check, and nothing is logged meanwhile."""
     from subcog_store.config import hook_log_path
 
-    try:
-        return hook_log_path()
-    except Exception:  # noqa: BLE001 - a bad value is reported by the setting's own check
-        return Path(os.devnull)
+    return hook_log_path(fallback=True)
 
 
 def setup_log() -> str:
@@ -45,38 +50,44 @@ def setup_log() -> str:
     return str(path)
 
 
-def default_db() -> Path:
-    """The database the hooks use (SUBCOG_DB, else the XDG data directory, created when missing)."""
-    from subcog_store.config import db_path, process_setting
+def source_of(event: HookEvent) -> "Source":
+    """What a capture reads, from the hook's event."""
+    from subcog_store.capture.session import Source
 
-    path = db_path()
-    if not process_setting("db"):
-        path.parent.mkdir(parents=True, exist_ok=True)
-    return path
+    return Source(event.session_id, event.transcript_path, event.cwd, event.trigger, event.hook_event_name)
 
 
-def parse_payload(raw: bytes) -> dict:
-    """The hook input object; raises ValueError with a short reason."""
-    if not raw.strip():
-        raise ValueError("empty hook input")
+def pre_compact(raw: bytes, options: "HookOptions") -> "Run":
+    """pre-compact and session-end: capture the unread part of the transcript the hook input names. Never
+    raises: problems land in `run.errors`."""
+    import time
+
+    from subcog_store.capture.session import capture_transcript, new_run
+
+    started = time.monotonic()
     try:
-        payload = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):  # also: nesting too deep, a 5,000-digit number
-        raise ValueError("hook input is not JSON (or nested too deep)") from None
-    if not isinstance(payload, dict):
-        raise ValueError("hook input is not a JSON object")
-    session = payload.get("session_id")
-    if isinstance(session, str):   # a lone surrogate cannot be stored: the id in valid UTF-8
-        payload["session_id"] = session.encode("utf-8", "replace").decode("utf-8")
-    return payload
+        event = HookEvent.parse(options.event, raw)
+    except ValueError as e:
+        run = new_run(options)
+        run.fail(str(e), e)
+        return run
+    return capture_transcript(source_of(event), options, started=started)
 
 
-def domain_of(payload: dict) -> str:
-    """The project domain of the hook input's `cwd` (SUBCOG_HOOK_DOMAIN overrides; see `scope`)."""
-    from subcog_store.scope import domain_for
+def post_compact(raw: bytes, options: "HookOptions") -> "Run":
+    """post-compact: capture the lasting facts of the compaction summary in the hook input. Never raises."""
+    import time
 
-    cwd = payload.get("cwd")
-    return domain_for(cwd if isinstance(cwd, str) else None)
+    from subcog_store.capture.session import capture_summary, new_run
+
+    started = time.monotonic()
+    try:
+        event = HookEvent.parse("post-compact", raw)
+    except ValueError as e:
+        run = new_run(options, trigger="post-compact")
+        run.fail(str(e), e)
+        return run
+    return capture_summary(source_of(event), event.compact_summary, options, started=started)
 
 
 def dispatch(event: str | None, raw: bytes, db: Path, *, dry_run: bool = False, fmt: str = "default",
@@ -88,7 +99,7 @@ def dispatch(event: str | None, raw: bytes, db: Path, *, dry_run: bool = False, 
     from subcog_store.errors import ConfigError
 
     if event in ("pre-compact", "session-end", "post-compact"):
-        from subcog_store.capture.session import HookOptions, post_compact, pre_compact
+        from subcog_store.capture.session import HookOptions
         from subcog_store.claude_code.report import capture_output
 
         try:
@@ -103,14 +114,14 @@ def dispatch(event: str | None, raw: bytes, db: Path, *, dry_run: bool = False, 
         from subcog_store.claude_code import recall_hooks
 
         try:
-            payload = parse_payload(raw)
+            parsed = HookEvent.parse(event, raw)
         except ValueError as e:
             log.warning("%s: %s", event, e)
             return ""
         try:
             if event == "session-start":
-                return recall_hooks.session_start(payload, db, on_answer=on_answer)
-            return recall_hooks.user_prompt_submit(payload, db, use_model=use_model, on_answer=on_answer)
+                return recall_hooks.session_start(parsed, db, on_answer=on_answer)
+            return recall_hooks.user_prompt_submit(parsed, db, use_model=use_model, on_answer=on_answer)
         except Exception as e:  # noqa: BLE001 - fail open: nothing injected, the reason in the log
             log.warning("%s failed: %s: %s", event, type(e).__name__, e)
             return ""

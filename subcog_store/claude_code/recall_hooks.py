@@ -11,13 +11,18 @@ Both answer with `hookSpecificOutput.additionalContext` (or print nothing) and r
 only when it is already loaded in this process (the warm worker); otherwise the text side answers alone and
 `recall_log` says so.
 """
+# Lazy imports: the store and recall load when a recall hook runs (never for a capture hook).
 from __future__ import annotations
 
 import json
 import logging
 import time
 from pathlib import Path
+from typing import Mapping
 
+from subcog_store.claude_code.events import HookEvent
+from subcog_store.clock import iso
+from subcog_store.db import hook_state
 from subcog_store.claude_code.report import markdown
 
 log = logging.getLogger("subcog_store.hook.recall")
@@ -42,23 +47,26 @@ def _open(db: Path):
     return Store(db, fetch_model=False)
 
 
-def _begin(payload: dict, db: Path, store_factory) -> tuple[str | None, str, float, object]:
+def _event(name: str, payload: HookEvent | Mapping) -> HookEvent:
+    """The hook's event (a decoded input object is accepted too: tests and benchmarks pass one)."""
+    return payload if isinstance(payload, HookEvent) else HookEvent.from_payload(name, payload)
+
+
+def _begin(event: HookEvent, db: Path, store_factory) -> tuple[str | None, str, float, object]:
     """What both recall hooks start from: the session id, the project's domain, the start time, the store."""
-    from subcog_store.claude_code.handlers import domain_of
-
-    session_id = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
-    return session_id, domain_of(payload), time.perf_counter(), (store_factory or _open)(db)
+    return event.session_id, event.domain, time.perf_counter(), (store_factory or _open)(db)
 
 
-def session_start(payload: dict, db: Path, store_factory=None, on_answer=None) -> str:
+def session_start(payload: HookEvent | Mapping, db: Path, store_factory=None, on_answer=None) -> str:
     """The additionalContext for a new context window (see the module docstring); "" for nothing.
     `on_answer(output)`: called with the output before `recall_log` is written (the worker answers then)."""
     from subcog_store.recall import inject
 
-    source = payload.get("source")
+    event = _event("session-start", payload)
+    source = event.source
     if source not in SOURCES:
         return ""
-    session_id, domain, started, store = _begin(payload, db, store_factory)
+    session_id, domain, started, store = _begin(event, db, store_factory)
     if store is None:
         return ""
     with store:
@@ -95,27 +103,20 @@ def _answer(on_answer, event: str, text: str) -> str:
 
 def _take_report(store, session_id: str) -> str:
     """The last undelivered capture report of the session, marked delivered (it is given once)."""
-    from subcog_store.clock import iso
-    from subcog_store.db.connection import immediate
-    from subcog_store.db.sqlfiles import q
-
-    row = store.con.execute(q("undelivered_hook_run"), {"session_id": session_id}).fetchone()
-    if row is None:
-        return ""
-    with immediate(store.con):
-        store.con.execute(q("mark_hook_run_delivered"), {"session_id": session_id, "now": iso(store.clock())})
-    return REPORT_HEADER + "\n" + markdown(json.loads(row[1]))
+    report = hook_state.take_report(store.con, session_id, iso(store.clock()))
+    return REPORT_HEADER + "\n" + markdown(report) if report is not None else ""
 
 
-def user_prompt_submit(payload: dict, db: Path, use_model: bool = False, store_factory=None,
+def user_prompt_submit(payload: HookEvent | Mapping, db: Path, use_model: bool = False, store_factory=None,
                        on_answer=None) -> str:
     """The additionalContext for a prompt: relevant memories past the abstain gate, or "" (most prompts);
     `on_answer` as for `session_start`."""
     from subcog_store.errors import InvalidInput
     from subcog_store.recall import inject
 
-    prompt = payload.get("prompt")
-    session_id, domain, started, store = _begin(payload, db, store_factory)
+    event = _event("user-prompt-submit", payload)
+    prompt = event.prompt
+    session_id, domain, started, store = _begin(event, db, store_factory)
     if store is None:
         return ""
     with store:

@@ -1,5 +1,6 @@
 """The words of a pre-compact report: what the hook prints, the one-line systemMessage and the original
 design's Markdown."""
+# Lazy imports: the summary's instruction and the secret patterns load only when a report is written.
 from __future__ import annotations
 
 import json

@@ -5,6 +5,7 @@ It imports no command module: each `cli/*_cmds.py` module has `register(sub, add
 configuration · 4 database unusable (missing directory, read-only, locked, full, I/O error, corrupt) · 5 not a
 subcog-store database · 6 doctor found a broken invariant · 7 no such memory or decision.
 """
+# Lazy imports: a command loads settings and the store (apsw) when it runs, never for `--help`.
 from __future__ import annotations
 
 import argparse
@@ -23,14 +24,9 @@ MAX_STDIN = 64 << 20     # a text or JSONL read from stdin is bounded before it 
 
 def db_path(args: argparse.Namespace) -> Path:
     """--db, else SUBCOG_DB, else the XDG data directory (created when it is the default)."""
-    from subcog_store import config
+    from subcog_store.config import default_db_path
 
-    if args.db:
-        return Path(args.db)
-    path = config.db_path()
-    if not config.process_setting("db"):
-        path.parent.mkdir(parents=True, exist_ok=True)
-    return path
+    return Path(args.db) if args.db else default_db_path()
 
 
 def open_store(args: argparse.Namespace, readonly: bool = False):

@@ -1,5 +1,6 @@
 """Batch commands: `dedup` (merge duplicate stored memories) and `unmerge ID` (undo one merge); the report's
 text and the progress bar are made here."""
+# Lazy imports: each command imports what it runs (every command is registered at start-up).
 from __future__ import annotations
 
 import argparse

@@ -1,4 +1,5 @@
 """Claude Code commands: `hook EVENT` (the thin entry in `claude_code.entry` runs it) and `install-hooks`."""
+# Lazy imports: each command imports what it runs (every command is registered at start-up).
 from __future__ import annotations
 
 import argparse

@@ -1,5 +1,7 @@
 """The `subcog-store` entry point: every command module registered on the app's parser. A hook goes straight
 to the thin hook entry, and `mcp` straight to the server (no argparse, no command modules)."""
+# Lazy imports: `subcog-store hook` and `mcp` hand over before any command module is imported; the others
+# are imported when the parser is built.
 from __future__ import annotations
 
 import sys

@@ -1,4 +1,5 @@
 """`mcp`: the MCP server Claude Code starts (registered by `install-hooks` and the plugin)."""
+# Lazy imports: each command imports what it runs (only `mcp` imports the server).
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -31,9 +32,7 @@ def serve(db: str | None) -> int:
     try:
         from subcog_store import config
 
-        path = Path(db) if db else config.db_path()
-        if not db and not config.process_setting("db"):
-            path.parent.mkdir(parents=True, exist_ok=True)
+        path = Path(db) if db else config.default_db_path()
     except SubcogError as e:
         print(f"subcog-store: {e}", file=sys.stderr)
         return e.exit_code

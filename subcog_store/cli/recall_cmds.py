@@ -1,4 +1,5 @@
 """Recall commands: search, the project's domain, moving memories between domains, forget."""
+# Lazy imports: each command imports what it runs (every command is registered at start-up).
 from __future__ import annotations
 
 import argparse

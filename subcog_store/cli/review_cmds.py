@@ -1,4 +1,5 @@
 """Commands on the decision log: review, confirm, reverse."""
+# Lazy imports: each command imports what it runs (every command is registered at start-up).
 from __future__ import annotations
 
 import argparse

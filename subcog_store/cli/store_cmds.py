@@ -1,4 +1,5 @@
 """Commands on memories: init, capture, check, list, show, stats, sql."""
+# Lazy imports: each command imports what it runs (every command is registered at start-up).
 from __future__ import annotations
 
 import argparse

@@ -1,10 +1,11 @@
 """Upkeep and measurement: doctor, reembed, redact, eval-pairs."""
+# Lazy imports: each command imports what it runs (every command is registered at start-up).
 from __future__ import annotations
 
 import argparse
 import json
 
-from subcog_store.cli.app import emit, open_store, positive_int
+from subcog_store.cli.app import db_path, emit, open_store, positive_int
 from subcog_store.errors import InvalidInput
 
 
@@ -24,7 +25,7 @@ def register(sub, add) -> None:
 def cmd_doctor(args: argparse.Namespace) -> int:
     from subcog_store.doctor import diagnose, open_for_doctor
 
-    with open_for_doctor(args) as con:
+    with open_for_doctor(db_path(args)) as con:
         findings = diagnose(con, worker=True)
     bad = [f for f in findings if not f.ok]
     emit(args, {"ok": not bad, "findings": [f.__dict__ for f in findings]},

@@ -1,4 +1,5 @@
 """`worker start|stop|status`: the warm worker, for people (hooks and commands start it on their own)."""
+# Lazy imports: each command imports what it runs (every command is registered at start-up).
 from __future__ import annotations
 
 import argparse

@@ -25,6 +25,7 @@ from array import array
 import apsw
 import numpy as np
 
+from subcog_store.config import process_setting_or_default
 from subcog_store.db.connection import connect, read_snapshot
 from subcog_store.db.sqlfiles import q
 
@@ -51,8 +52,6 @@ def enable_from_settings() -> None:
     """Turn the caches on for a long-lived process, for scopes of `SUBCOG_KNN_CACHE_MIN_ROWS` memories or more
     (a bad value: the default, and a warning in the log)."""
     global MIN_ROWS
-    from subcog_store.config import process_setting_or_default
-
     MIN_ROWS = int(process_setting_or_default("knn_cache_min_rows",   # type: ignore[arg-type]
                                               lambda why: log.warning("bitcache: %s", why)))
     enable()

@@ -8,12 +8,12 @@ from typing import Iterator
 
 import apsw
 
+from subcog_store.db import locks
 from subcog_store.errors import DatabaseError, NotASubcogDatabase
 from subcog_store.text.normalize import content_hash
 from subcog_store.db.sqlfiles import migrations, q
 
 APPLICATION_ID = 0x53554243  # "SUBC"
-BUSY_TIMEOUT_MS = 10_000
 MMAP_BYTES = 1 << 30
 
 
@@ -73,7 +73,7 @@ def _describe(path: str, error: Exception) -> str:
     if isinstance(error, apsw.ReadOnlyError) or (Path(path).exists() and not os.access(path, os.W_OK)):
         return f"{path}: the database is read-only"
     if isinstance(error, apsw.BusyError):
-        return f"{path}: the database is locked by another process (waited {BUSY_TIMEOUT_MS // 1000} s)"
+        return f"{path}: the database is locked by another process (waited {locks.DEFAULT_SECS:g} s)"
     if isinstance(error, (apsw.NotADBError, apsw.CorruptError)):
         return f"{path}: the file is not a SQLite database or is corrupt"
     return f"{path}: {error}"
@@ -94,7 +94,7 @@ def connect(path: str | os.PathLike, *, readonly: bool = False, migrate: bool = 
     flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
     try:
         con = apsw.Connection(path, flags=flags)
-        con.setbusytimeout(BUSY_TIMEOUT_MS)
+        locks.default(con)
         _register(con)
         with read_snapshot(con):  # one snapshot: another process may be creating this very file right now
             app_id = con.execute("pragma application_id").fetchone()[0]
@@ -130,7 +130,7 @@ def _while_busy(action):
     import random
     import time
 
-    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    deadline = time.monotonic() + locks.DEFAULT_SECS
     while True:
         try:
             return action()

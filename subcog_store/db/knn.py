@@ -10,6 +10,7 @@ bits held in memory (db/bitcache.py: one numpy scan serves both passes); the dec
 bench_store.py measures both beside the float scan and numpy brute force on the bench corpus (recall of every
 neighbour >= 0.85: 1.0 at 10k, 100k and 1M); bench/bench_knn.py has the research.
 """
+# Lazy imports: the sign-bit cache (numpy, threads) loads only in a process that turned it on.
 from __future__ import annotations
 
 import json

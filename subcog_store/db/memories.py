@@ -6,6 +6,7 @@ Nothing else writes `memories`, `memory_vectors`, `retired_vectors`, a memory's 
 (`db.connection.immediate`) and takes plain values. One undo format serves every decision: the snapshots of
 the memories it changed, as they were, and the state it left them in (so a later change is detected).
 """
+# Lazy imports: the secret patterns compile only when a memory is shown.
 from __future__ import annotations
 
 import json

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from subcog_store.config import resource_dir
+
 _NAME = re.compile(r"^--\s*name:\s*([A-Za-z_][A-Za-z0-9_]*)\s*$")
 
 
@@ -52,8 +54,6 @@ def queries() -> dict[str, str]:
 
 def sql_dir() -> Path:
     """The `sql/` directory (raises ConfigError naming where it looked when it is missing)."""
-    from subcog_store.config import resource_dir
-
     return resource_dir("sql")
 
 

@@ -3,6 +3,7 @@
 Verifier stdout: {"duplicate": true|false, "reasoning": "..."}; merger stdout: {"content": "..."}.
 Both receive: {"task", "namespace", "similarity", "older": {"content", "created_at"}, "newer": {...}}.
 """
+# Lazy imports: the guard's patterns compile only when the built-in merger runs.
 from __future__ import annotations
 
 import json

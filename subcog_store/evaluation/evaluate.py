@@ -8,12 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
+from subcog_store.dedup.rule import judge
 from subcog_store.evaluation.pairs import LabeledPair
+from subcog_store.store import Store
+from subcog_store.text.namespaces import canonical_namespace
 
 if TYPE_CHECKING:
     from subcog_store.dedup.check import CheckResult
     from subcog_store.model.embedder import Embedder
-    from subcog_store.store import Store
 
 THRESHOLDS = (0.80, 0.82, 0.84, 0.86, 0.88, 0.90, 0.92, 0.94, 0.96, 0.98)
 
@@ -54,10 +56,6 @@ class EvalReport:
 
 def evaluate(pairs: Iterable[LabeledPair], namespace: str = "context", embedder: "Embedder | None" = None,
              environ: dict[str, str] | None = None) -> EvalReport:
-    from subcog_store.dedup.rule import judge
-    from subcog_store.text.namespaces import canonical_namespace
-    from subcog_store.store import Store
-
     pairs = list(pairs)
     store = Store(":memory:", embedder=embedder, environ=environ)
     default_ns = canonical_namespace(namespace)

@@ -10,6 +10,7 @@ fd 0 at /dev/null while serving, so stray output of a library can never corrupt 
 its own process and does not use the warm worker: it is itself long-lived and keeps the model loaded after the
 first call that needs it. It serves until the client closes its stdin.
 """
+# Lazy imports: the server answers `initialize` before the store's parts load.
 from __future__ import annotations
 
 import logging

@@ -7,6 +7,7 @@ connection is kept for the server's life (every read and write is its own short 
 same file concurrently); the model is loaded on the first call that needs it and kept. Every text that leaves is
 redacted again (`text.redact.shown`). Any failure is a `ToolError`: the server answers it as a tool error.
 """
+# Lazy imports: the store opens, and recall loads, on the first tool call that needs them.
 from __future__ import annotations
 
 import logging
@@ -27,7 +28,6 @@ log = logging.getLogger("subcog_store.mcp")
 MAX_LIMIT = 20
 LINE_CHARS = 200                 # a search line shows this much of a memory; `show` shows all of it
 MAX_ID_CHARS = 300
-LOG_WAIT_MS = 250                # how long a search waits to write its recall_log row
 
 _NS = {"type": "string", "enum": list(NAMESPACES)}
 _ID = {"type": "string", "description": "URN (subcog://...) or id"}
@@ -184,7 +184,7 @@ class Tools:
 
     # -- the tools --------------------------------------------------------------------------------------------
     def _search(self, query: str, limit: int = 5, namespace: str | None = None) -> str:
-        from subcog_store.db.connection import BUSY_TIMEOUT_MS
+        from subcog_store.db import locks
         from subcog_store.recall import inject
 
         if not 1 <= limit <= MAX_LIMIT:
@@ -204,14 +204,12 @@ class Tools:
         text = "\n".join([head, *lines])
         recall = inject.Recall(text=text, memory_ids=[h.memory.id for h in found.hits],
                                scores=[round(h.score, 6) for h in found.hits], method=found.method, reason=found.note)
-        store.con.setbusytimeout(LOG_WAIT_MS)   # best effort: a hook's capture holding the lock does not hold us
-        try:
-            inject.log(store, recall, hook="mcp-search", domain=self.domain, session_id=None, query=query,
-                       started=started)
+        try:   # best effort: a hook's capture holding the lock does not hold us
+            with locks.best_effort(store.con):
+                inject.log(store, recall, hook="mcp-search", domain=self.domain, session_id=None, query=query,
+                           started=started)
         except Exception as e:  # noqa: BLE001 - the answer stands without its log row
             log.warning("search not logged: %s: %s", type(e).__name__, e)
-        finally:
-            store.con.setbusytimeout(BUSY_TIMEOUT_MS)
         return text
 
     def _show(self, id: str) -> str:  # noqa: A002 - the argument's name in the schema

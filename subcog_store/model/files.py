@@ -16,6 +16,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from subcog_store import config
+
 
 
 class ModelFilesError(Exception):
@@ -35,23 +37,17 @@ class ModelFile:
 
 def model_dir() -> Path:
     """The model directory (config.model_dir: `SUBCOG_MODEL_DIR`, the checkout's `models/`, else the data dir)."""
-    from subcog_store.config import model_dir as configured
-
-    return configured()
+    return config.model_dir()
 
 
 def is_default_download_dir(directory: Path) -> bool:
     """True for the user's data directory, where an installed package fetches its model on first need (never
     for SUBCOG_MODEL_DIR or a checkout's models/, which are the user's to fill)."""
-    from subcog_store.config import data_dir
-
-    return Path(directory) == data_dir() / "models"
+    return Path(directory) == config.data_dir() / "models"
 
 
 def manifest_path() -> Path:
-    from subcog_store.config import resource_dir
-
-    return resource_dir("models") / "manifest.json"
+    return config.resource_dir("models") / "manifest.json"
 
 
 def load_manifest(path: Path | None = None) -> list[ModelFile]:

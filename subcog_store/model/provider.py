@@ -9,6 +9,8 @@
   version or fails mid-way, in this process. Vectors are the same either way: the same Embedder code, session
   options and batches run on both sides.
 """
+# Lazy imports: onnxruntime and tokenizers load only when a model is used, the worker client only when the
+# worker is.
 from __future__ import annotations
 
 import logging

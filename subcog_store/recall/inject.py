@@ -9,6 +9,7 @@ A memory is injected once per session; memories the session captured itself stay
 hooks of a session share SUBCOG_RECALL_SESSION_TOKENS. Every call is recorded in `recall_log` (ids, scores,
 tokens, the query's fingerprint, never its text). Secrets are redacted again on the way out.
 """
+# Lazy imports: the secret patterns compile only when something is injected (most prompts get nothing).
 from __future__ import annotations
 
 import json

@@ -6,6 +6,7 @@ The vec0 KNN of the query's embedding and FTS5 BM25 over its significant words a
 one (a changed fact) never ranks above its successor. Without the model the text side answers alone (`method`
 says so).
 """
+# Lazy imports: the secret patterns compile only when a hit is shown.
 from __future__ import annotations
 
 import json

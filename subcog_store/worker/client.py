@@ -9,6 +9,8 @@ one may start (or "busy" after the wait the caller allowed); only after the call
 the worker or the caller runs a hook, never both (unless the worker dies mid-run: then what it committed is
 found by the store's exact tier and skipped as a duplicate, and the offset it never saved is read again).
 """
+# Lazy imports: the hook command's warm path: the standard library only; settings are parsed only when the
+# hook's environment sets them.
 from __future__ import annotations
 
 import os

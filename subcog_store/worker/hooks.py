@@ -14,6 +14,9 @@ import time
 from contextlib import contextmanager
 from typing import Iterator
 
+from subcog_store.claude_code import entry
+from subcog_store.claude_code.report import capture_output
+from subcog_store.config import process_setting_or_default
 from subcog_store.worker import protocol as wire
 
 log = logging.getLogger("subcog_store.worker")
@@ -40,8 +43,6 @@ class Answer:
 
 def answer_secs() -> float:
     """SUBCOG_HOOK_ANSWER_SECS of the caller's environment (the default when it does not parse, logged)."""
-    from subcog_store.config import process_setting_or_default
-
     return float(process_setting_or_default("hook_answer_secs", hook_log.warning))   # type: ignore[arg-type]
 
 
@@ -68,8 +69,6 @@ def _run(opts: dict, raw: bytes, answer: "Answer") -> None:
     """Run the hook. A transcript capture answers once it is done or after SUBCOG_HOOK_ANSWER_SECS, once it has
     recorded itself as pending; a recall hook once its output is known (its recall_log row follows). The rest
     finishes before the request lets go of the run lock."""
-    from subcog_store.claude_code import entry
-
     started, event = time.perf_counter(), opts["event"]
     capture = event in BACKGROUND_EVENTS and not opts["dry_run"]
     if not capture and event not in RECALL_EVENTS:
@@ -101,8 +100,6 @@ def _run(opts: dict, raw: bytes, answer: "Answer") -> None:
     elif "out" in early:
         out = early["out"]
     else:
-        from subcog_store.claude_code.report import capture_output
-
         out = capture_output(None, event, opts["format"])
     hook_log.info("worker %d: %s answered in %.0f ms%s", os.getpid(), event, (time.perf_counter() - started) * 1000,
                   " (finishing in the background)" if capture and not done else "")

@@ -13,7 +13,7 @@ import signal
 import sys
 import time
 
-from subcog_store.worker import protocol as wire
+from subcog_store.worker import client, protocol as wire
 
 BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from subcog_store.worker.server import main; " \
        "sys.exit(main(sys.argv[2:]))"
@@ -92,8 +92,6 @@ def _inherited_fds() -> list[int]:
 
 def wait_ready(paths: wire.Paths, timeout: float = 60.0) -> dict | None:
     """The worker's status once it answers; None when it did not within `timeout` or died starting."""
-    from subcog_store.worker import client
-
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -149,8 +147,6 @@ def _signal(pid: int, sig: signal.Signals, result: dict) -> bool:
 def stop(paths: wire.Paths | None = None, timeout: float = 10.0) -> dict:
     """Stop this install's worker and leave no process, socket or pid file behind. Asks it first; a worker
     that does not answer or exit gets SIGTERM, then SIGKILL."""
-    from subcog_store.worker import client
-
     paths = paths or wire.Paths()
     result: dict = {"was_running": False, "pid": None, "how": None, "removed": []}
     problem = wire.unsafe_dir(paths.dir)
@@ -191,8 +187,6 @@ def stop(paths: wire.Paths | None = None, timeout: float = 10.0) -> dict:
 
 def state(paths: wire.Paths | None = None) -> dict:
     """What `worker status` and `doctor` report: running (with the worker's own status), stale, absent, unsafe."""
-    from subcog_store.worker import client
-
     paths = paths or wire.Paths()
     info: dict = {"socket": paths.sock, "install": wire.install_id(), "enabled": client.enabled()}
     problem = wire.unsafe_dir(paths.dir)

@@ -7,6 +7,7 @@ before it has finished). The worker exits after SUBCOG_WORKER_IDLE_SECS without 
 model files change (checked every VERSION_CHECK_SECS), when its socket is removed or replaced, on
 SIGTERM/SIGINT/SIGHUP and on `stop`; it removes its socket and pid file on the way out. It never opens a port.
 """
+# Lazy imports: the worker listens before it loads the store, the model and the hooks (preload, a thread).
 from __future__ import annotations
 
 import json

@@ -1,0 +1,111 @@
+"""What a session's capture works with: where it reads (`Source`), the hook's settings (`HookOptions`), and what
+one run did (`Run`, whose `report()` is stored in `hook_runs` and shown by the hooks)."""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from subcog_store.capture import pending as hook_pending
+from subcog_store.config import hook_log_path, process_setting
+from subcog_store.scope import domain_for
+
+log = logging.getLogger("subcog_store.hook.capture")
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a capture reads: the session's transcript (or, post-compact, its summary), as the hook input named
+    it. This is also what a pending record keeps (never content)."""
+
+    session_id: str | None = None
+    transcript_path: str | None = None
+    cwd: str | None = None
+    trigger: str | None = None
+    hook_event_name: str | None = None
+
+    def pending(self) -> dict:
+        """The pending record's fields (the hook input's, so an older record reads the same)."""
+        return {k: getattr(self, k) for k in hook_pending.KEYS if isinstance(getattr(self, k), str)}
+
+    @classmethod
+    def from_pending(cls, record: dict) -> "Source":
+        return cls(**{k: record[k] for k in hook_pending.KEYS if isinstance(record.get(k), str)})
+
+    @property
+    def domain(self) -> str:
+        """The project domain of `cwd` (SUBCOG_HOOK_DOMAIN overrides; see `scope`)."""
+        return domain_for(self.cwd)
+
+
+@dataclass
+class HookOptions:
+    db: Path
+    dry_run: bool = False
+    budget_secs: float = 20.0
+    include_sidechain: bool = False
+    min_confidence: float | None = None     # the scorer's probability floor (None: the trained threshold)
+    domain: str = "project"
+    event: str = "pre-compact"
+    on_recorded: Callable[[], None] | None = None   # the warm worker: record the run as pending, then call this
+    log: str | None = None                  # the hook log's path, named in the report (None: the configured one)
+
+    @classmethod
+    def from_env(cls, db: Path, dry_run: bool = False, event: str = "pre-compact") -> "HookOptions":
+        """The hook's settings (raises ConfigError naming a variable that does not parse)."""
+        process_setting("hook_domain")   # checked now: a bad value is named before anything is read
+        return cls(db=db, dry_run=dry_run, budget_secs=float(process_setting("hook_budget_secs")),
+                   include_sidechain=bool(process_setting("hook_include_sidechain")),
+                   min_confidence=process_setting("hook_min_confidence"), event=event)  # type: ignore[arg-type]
+
+    @property
+    def log_path(self) -> str:
+        return self.log or str(hook_log_path(fallback=True))
+
+    @property
+    def tags(self) -> list[str]:
+        return ["auto-captured", "compact-summary" if self.event == "post-compact" else self.event]
+
+
+@dataclass
+class Run:
+    """What one pre-compact run did; `report()` is what is stored and shown."""
+
+    session_id: str | None = None
+    transcript_path: str | None = None
+    trigger: str | None = None
+    dry_run: bool = False
+    captured: list[dict] = field(default_factory=list)
+    skipped: list[dict] = field(default_factory=list)
+    errors: list[dict] = field(default_factory=list)
+    redacted: int = 0
+    records: int = 0
+    bad_lines: int = 0
+    truncated: bool = False
+    first_run: bool = False      # nothing of this transcript was read before
+    log: str = ""
+    started_at: float = field(default_factory=time.time)
+
+    def fail(self, summary: str, error: BaseException | str) -> None:
+        detail = f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else error
+        self.errors.append({"summary": summary, "detail": detail[:500]})
+        log.warning("capture: %s: %s", summary, detail[:500])
+
+    def report(self) -> dict[str, Any]:
+        return {"session_id": self.session_id, "dry_run": self.dry_run, "captured": self.captured,
+                "skipped": self.skipped, "redacted": self.redacted, "errors": self.errors, "records": self.records,
+                "bad_lines": self.bad_lines, "truncated": self.truncated, "log": self.log, "first_run": self.first_run}
+
+    @property
+    def status(self) -> str:
+        if self.dry_run:
+            return "dry_run"
+        return "failed" if self.errors and not self.captured else ("partial" if self.errors or self.truncated
+                                                                     else "ok")
+
+
+def new_run(options: HookOptions, trigger: str | None = None) -> Run:
+    """The run a capture hook reports, before anything is read."""
+    return Run(dry_run=options.dry_run, log=options.log_path, trigger=trigger)

@@ -1,0 +1,57 @@
+"""A Claude Code hook input, parsed and normalised once into one typed event.
+
+The hook input is a JSON object on stdin; each field we use is kept only when it is a string (a lone surrogate
+in the session id is replaced: the id is stored). Everything downstream (capture, recall) reads this object,
+never the raw JSON.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields
+from typing import Mapping
+
+EVENTS = ("pre-compact", "session-end", "post-compact", "session-start", "user-prompt-submit")
+
+
+@dataclass(frozen=True)
+class HookEvent:
+    """One hook input: which hook ran, and the fields of its input we use (None when absent or not text)."""
+
+    name: str | None
+    session_id: str | None = None
+    transcript_path: str | None = None
+    cwd: str | None = None
+    trigger: str | None = None
+    hook_event_name: str | None = None
+    source: str | None = None             # session-start: startup | resume | clear | compact | fork
+    prompt: str | None = None             # user-prompt-submit
+    compact_summary: str | None = None    # post-compact
+
+    @classmethod
+    def from_payload(cls, name: str | None, payload: Mapping) -> "HookEvent":
+        """The event of an input object already decoded (its non-text fields dropped)."""
+        values = {f.name: payload.get(f.name) for f in fields(cls) if f.name != "name"}
+        values = {k: v if isinstance(v, str) else None for k, v in values.items()}
+        if values["session_id"] is not None:   # a lone surrogate cannot be stored: the id in valid UTF-8
+            values["session_id"] = values["session_id"].encode("utf-8", "replace").decode("utf-8")
+        return cls(name, **values)
+
+    @classmethod
+    def parse(cls, name: str | None, raw: bytes) -> "HookEvent":
+        """The event of a raw hook input; raises ValueError with a short reason."""
+        if not raw.strip():
+            raise ValueError("empty hook input")
+        try:
+            payload = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):  # also: nesting too deep, a 5,000-digit number
+            raise ValueError("hook input is not JSON (or nested too deep)") from None
+        if not isinstance(payload, dict):
+            raise ValueError("hook input is not a JSON object")
+        return cls.from_payload(name, payload)
+
+    @property
+    def domain(self) -> str:
+        """The project domain of the input's `cwd` (SUBCOG_HOOK_DOMAIN overrides; see `scope`)."""
+        from subcog_store.scope import domain_for   # lazy: the worker path of the hook command imports no settings
+
+        return domain_for(self.cwd)

@@ -1,0 +1,90 @@
+"""The hooks' own state: where each session's transcript capture stopped (`hook_offsets`), the report of each
+capture run (`hook_runs`), and the captures that finish after their hook answered (`hook_pending`).
+
+Reads run on the caller's connection; writes inside the caller's write transaction unless said otherwise.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING
+
+from subcog_store.db.connection import immediate
+from subcog_store.db.sqlfiles import q
+
+if TYPE_CHECKING:
+    import apsw
+
+log = logging.getLogger("subcog_store.hook.capture")
+STALE_SECS = 120.0   # a capture pending longer than this (and than twice its budget) was left by a dead worker
+
+
+# ------------------------------------------------------------------------------------------------ offsets
+
+def offset(con: "apsw.Connection", session_id: str, transcript_path: str) -> tuple[int, int]:
+    """(byte offset of the record to resume at, characters of its text already handled); (0, 0) when new."""
+    row = con.execute(q("get_hook_offset"), {"session_id": session_id, "transcript_path": transcript_path}).fetchone()
+    return (int(row[0]), int(row[1])) if row else (0, 0)
+
+
+def set_offset(con: "apsw.Connection", session_id: str, transcript_path: str, at: tuple[int, int], now: str) -> None:
+    con.execute(q("set_hook_offset"), {"session_id": session_id, "transcript_path": transcript_path,
+                                       "byte_offset": at[0], "record_chars": at[1], "now": now})
+
+
+# ------------------------------------------------------------------------------------------------ runs
+
+def add_run(con: "apsw.Connection", *, session_id: str | None, transcript_path: str | None, trigger: str | None,
+            started_at: str, finished_at: str, status: str, captured: int, skipped: int, redacted: int,
+            report: dict) -> None:
+    """One capture run and its report."""
+    con.execute(q("insert_hook_run"), {
+        "session_id": session_id, "transcript_path": transcript_path, "trigger": trigger, "started_at": started_at,
+        "finished_at": finished_at, "status": status, "captured": captured, "skipped": skipped,
+        "redacted": redacted, "report": json.dumps(report)})
+
+
+def take_report(con: "apsw.Connection", session_id: str, now: str) -> dict | None:
+    """The newest undelivered capture report of a session (pre-compact runs), marked delivered: it is given
+    once. Its own write transaction."""
+    row = con.execute(q("undelivered_hook_run"), {"session_id": session_id}).fetchone()
+    if row is None:
+        return None
+    with immediate(con):
+        con.execute(q("mark_hook_run_delivered"), {"session_id": session_id, "now": now})
+    return json.loads(row[1])
+
+
+def run_reports(con: "apsw.Connection") -> list[tuple[int, str]]:
+    """Every run's (id, report JSON), oldest first."""
+    return con.execute(q("hook_run_reports")).fetchall()
+
+
+def rewrite_report(con: "apsw.Connection", run_id: int, report: str) -> None:
+    con.execute(q("redact_hook_run"), {"id": run_id, "report": report})
+
+
+# ------------------------------------------------------------------------------------------------ pending
+
+def mark_pending(con: "apsw.Connection", session_id: str, transcript_path: str, record: dict, now: str) -> None:
+    """This capture may finish after its hook answered (or is being redone now). Its own write transaction."""
+    with immediate(con):
+        con.execute(q("mark_hook_pending"), {"session_id": session_id, "transcript_path": transcript_path,
+                                             "payload": json.dumps(record), "now": now})
+
+
+def clear_pending(con: "apsw.Connection", session_id: str, transcript_path: str) -> None:
+    """Nothing of this session's transcript is pending any more (in the caller's transaction)."""
+    con.execute(q("clear_hook_pending"), {"session_id": session_id, "transcript_path": transcript_path})
+
+
+def pending_before(con: "apsw.Connection", before: str, limit: int = -1) -> list[dict]:
+    """The records of captures marked pending before `before` (ISO), oldest first; best effort: [] when they
+    cannot be read (a store older than migration 010 has none)."""
+    try:
+        rows = con.execute(q("stale_hook_pending"), {"before": before, "limit": limit}).fetchall()
+        found = [json.loads(row[0]) for row in rows]
+    except Exception as e:  # noqa: BLE001 - an unreadable row: the next hook sees it again
+        log.warning("pending captures not read: %s: %s", type(e).__name__, e)
+        return []
+    return [p for p in found if isinstance(p, dict) and isinstance(p.get("transcript_path"), str)]
