@@ -216,3 +216,32 @@ def all_counts(store_or_con) -> dict[str, int]:
     """Row counts of every table a capture or check may write."""
     return {t: count_rows(store_or_con, t) for t in
             ("memories", "memory_vectors", "recent_captures", "dedup_checks", "dedup_log", "settings")}
+
+
+# -- PostgreSQL (issue 26): one server for the session, a fresh database per test ---------------------------------
+_PG: dict[str, object] = {}
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """The bundled PostgreSQL 16 + pgvector of the pgserver wheel (or SUBCOG_TEST_POSTGRES_URL's server), started
+    once; a test that needs it skips, saying why, only where it cannot start. Stopped at the end of the session."""
+    from subcog_store.postgres.local_server import ServerUnavailable, start
+
+    if "skip" in _PG:
+        pytest.skip(str(_PG["skip"]))
+    try:
+        server = start()
+    except ServerUnavailable as e:
+        _PG["skip"] = f"no PostgreSQL for the tests: {e}"
+        pytest.skip(str(_PG["skip"]))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server) -> str:
+    """The URL of a new, empty UTF8 database on the test server (dropped after the test)."""
+    url = pg_server.database()
+    yield url
+    pg_server.drop(url)

@@ -1,5 +1,7 @@
 """SQL lives in `sql/`: migrations in `sql/schema/NNN_name.sql`, named queries in `sql/queries/*.sql`.
 
+PostgreSQL has its own tree under `sql/postgresql/` (the same layout): every function takes the `dialect`.
+
 A query file holds blocks that start with `-- name: query_name`; the `--` lines right after the name are
 its docstring. Queries are loaded once into a dict.
 """
@@ -26,11 +28,14 @@ class Migration:
     sql: str
 
 
-@lru_cache(maxsize=1)
-def queries() -> dict[str, str]:
-    """All named queries of `sql/queries/`, by name."""
+DIALECTS = {"sqlite": "", "postgresql": "postgresql"}
+
+
+@lru_cache(maxsize=2)
+def queries(dialect: str = "sqlite") -> dict[str, str]:
+    """All named queries of `sql/queries/` (or `sql/postgresql/queries/`), by name."""
     found: dict[str, str] = {}
-    for path in sorted((sql_dir() / "queries").glob("*.sql")):
+    for path in sorted((dialect_dir(dialect) / "queries").glob("*.sql")):
         name, body, start = None, [], 0
         lines = path.read_text(encoding="utf-8").splitlines()
         for number, line in enumerate(lines + ["-- name: _end_"], start=1):
@@ -57,22 +62,27 @@ def sql_dir() -> Path:
     return resource_dir("sql")
 
 
-def q(name: str) -> str:
+def dialect_dir(dialect: str = "sqlite") -> Path:
+    """`sql/` for SQLite, `sql/postgresql/` for PostgreSQL."""
+    return sql_dir() / DIALECTS[dialect]
+
+
+def q(name: str, dialect: str = "sqlite") -> str:
     """The SQL text of one named query (a missing name is a bug: SqlFileError names it)."""
     try:
-        return queries()[name]
+        return queries(dialect)[name]
     except KeyError:
-        raise SqlFileError(f"no query named {name!r} in {sql_dir() / 'queries'}") from None
+        raise SqlFileError(f"no query named {name!r} in {dialect_dir(dialect) / 'queries'}") from None
 
 
-@lru_cache(maxsize=1)
-def migrations() -> tuple[Migration, ...]:
+@lru_cache(maxsize=2)
+def migrations(dialect: str = "sqlite") -> tuple[Migration, ...]:
     """The schema migrations, in version order."""
     steps = []
-    for path in sorted((sql_dir() / "schema").glob("*.sql")):
+    for path in sorted((dialect_dir(dialect) / "schema").glob("*.sql")):
         version, _, name = path.stem.partition("_")
         steps.append(Migration(int(version), name, path.read_text(encoding="utf-8")))
     versions = [m.version for m in steps]
     if versions != list(range(1, len(steps) + 1)):
-        raise SqlFileError(f"migrations in {sql_dir() / 'schema'} must be numbered 1..n, found {versions}")
+        raise SqlFileError(f"migrations in {dialect_dir(dialect) / 'schema'} must be numbered 1..n, found {versions}")
     return tuple(steps)

@@ -1,0 +1,182 @@
+"""Opening a subcog-store on PostgreSQL: the connection string (a URL, libpq key=value, `service=`, PGPASSFILE
+and the PG* environment all work, since libpq reads them), its display without the password, the extension,
+the migrations of `sql/postgresql/schema/`, transactions and the per-scope write lock.
+
+Transactions run at READ COMMITTED: a writer of a scope takes `pg_advisory_xact_lock` on the scope first, and
+each statement after it sees what the previous holder committed, so check-then-write is safe without
+SERIALIZABLE and no "could not serialize" error can reach a caller.
+"""
+from __future__ import annotations
+
+import re
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Iterator
+
+from subcog_store.db.sqlfiles import migrations, q
+from subcog_store.errors import DatabaseError, NotASubcogDatabase
+
+if TYPE_CHECKING:
+    import psycopg
+
+DIALECT = "postgresql"
+CONNECT_TIMEOUT_SECS = 10
+APPLICATION_NAME = "subcog-store"
+_KEY_VALUE = re.compile(r"^\s*[A-Za-z_]+\s*=")
+
+
+def is_postgres(target: str) -> bool:
+    """Whether a `--db` / SUBCOG_DB value names a PostgreSQL store (a URL or libpq key=value conninfo)."""
+    return target.startswith(("postgresql://", "postgres://")) or bool(_KEY_VALUE.match(target))
+
+
+def display(conninfo: str) -> str:
+    """The connection string as it may be shown or logged: never the password (of the URL, of a key=value
+    pair, or a `password` query parameter); unparsable input is shown as a fixed placeholder."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        parts = conninfo_to_dict(conninfo)
+    except Exception:  # noqa: BLE001 - a malformed string may still hold a password: show none of it
+        return "postgresql://(unreadable connection string)"
+    if set(parts) <= {"service"}:
+        return f"service={parts.get('service', '')}"
+    user = f"{parts['user']}@" if parts.get("user") else ""
+    host = parts.get("host", "")
+    host = f"[{host}]" if host.startswith("/") else host
+    port = f":{parts['port']}" if parts.get("port") else ""
+    service = f"?service={parts['service']}" if parts.get("service") else ""
+    return f"postgresql://{user}{host}{port}/{parts.get('dbname', '')}{service}"
+
+
+def _describe(conninfo: str, error: Exception) -> str:
+    """A libpq or server error as one line naming the store, without the password."""
+    import psycopg
+
+    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    password = _password(conninfo)
+    if password:
+        text = text.replace(password, "****")
+    where = display(conninfo)
+    if isinstance(error, psycopg.OperationalError) and not getattr(error, "sqlstate", None):
+        return f"{where}: the server cannot be reached ({text})"
+    return f"{where}: {text}"
+
+
+def _password(conninfo: str) -> str | None:
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        return conninfo_to_dict(conninfo).get("password") or None
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def connect(conninfo: str, *, migrate: bool = True, connect_timeout: float = CONNECT_TIMEOUT_SECS
+            ) -> "psycopg.Connection":
+    """Open a subcog-store database on PostgreSQL (autocommit; transactions are explicit), check it is ours or
+    empty, and migrate it to the latest schema. Errors are DatabaseError (exit 4) with the cause in words."""
+    try:
+        import psycopg
+    except ImportError:
+        raise DatabaseError("PostgreSQL stores need psycopg 3 (pip install 'psycopg[binary]')") from None
+    try:
+        con = psycopg.connect(conninfo, autocommit=True, connect_timeout=max(1, int(round(connect_timeout))),
+                              application_name=APPLICATION_NAME)
+    except psycopg.Error as e:
+        raise DatabaseError(_describe(conninfo, e)) from None
+    except Exception as e:  # noqa: BLE001 - a malformed string: psycopg raises ProgrammingError or ValueError
+        raise DatabaseError(f"{display(conninfo)}: not a usable connection string ({type(e).__name__})") from None
+    try:
+        if migrate:
+            migrate_to_latest(con, conninfo)
+        else:
+            check_version(con, conninfo)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def schema_version(con: "psycopg.Connection") -> int:
+    """The highest migration applied (0 for an empty database)."""
+    if con.execute(q("find_migrations_table", DIALECT)).fetchone()[0] is None:
+        return 0
+    return con.execute(q("schema_version", DIALECT)).fetchone()[0] or 0
+
+
+def latest_version() -> int:
+    return len(migrations(DIALECT))
+
+
+def check_version(con: "psycopg.Connection", conninfo: str) -> int:
+    """The schema version; a newer schema than this code knows is refused (DatabaseError)."""
+    version = schema_version(con)
+    if version > latest_version():
+        raise DatabaseError(f"{display(conninfo)}: the database has schema version {version}, newer than this "
+                            f"subcog-store knows ({latest_version()}): upgrade subcog-store")
+    return version
+
+
+def migrate_to_latest(con: "psycopg.Connection", conninfo: str = "") -> list[str]:
+    """Apply the missing migrations in one transaction (serialised across processes by an advisory lock)."""
+    import psycopg
+
+    if check_version(con, conninfo) >= latest_version():
+        return []
+    applied = []
+    try:
+        with con.transaction():
+            con.execute(q("lock_migrations", DIALECT))
+            current = schema_version(con)  # re-read under the lock: another process may have migrated
+            if current == 0:
+                _prepare_empty(con, conninfo)
+                con.execute(q("create_migrations_table", DIALECT))
+            for step in migrations(DIALECT):
+                if current < step.version:
+                    con.execute(step.sql)
+                    con.execute(q("record_migration", DIALECT), {"version": step.version, "name": step.name})
+                    applied.append(step.name)
+    except psycopg.errors.InsufficientPrivilege as e:
+        raise DatabaseError(f"{display(conninfo)}: this role may not create the store's tables ({_first(e)}); "
+                            "see the README's role setup") from None
+    except psycopg.Error as e:
+        raise DatabaseError(_describe(conninfo, e)) from None
+    return applied
+
+
+def _prepare_empty(con: "psycopg.Connection", conninfo: str) -> None:
+    """Before the first migration: a UTF8 database, holding no tables of another program, with pgvector."""
+    import psycopg
+
+    encoding, foreign = con.execute(q("inspect_database", DIALECT)).fetchone()
+    if encoding != "UTF8":
+        raise DatabaseError(f"{display(conninfo)}: the database's encoding is {encoding}; a store needs UTF8 "
+                            "(create database ... encoding 'UTF8' template template0)")
+    if foreign:
+        raise NotASubcogDatabase(f"{display(conninfo)}: the schema already holds tables of another program "
+                                 "(left untouched); use an empty database or schema")
+    if con.execute(q("find_vector_extension", DIALECT)).fetchone() is not None:
+        return
+    try:
+        with con.transaction():
+            con.execute(q("create_vector_extension", DIALECT))
+    except psycopg.errors.InsufficientPrivilege:
+        raise DatabaseError(f"{display(conninfo)}: the pgvector extension is not enabled in this database and "
+                            "this role may not enable it: an administrator runs `create extension vector`") from None
+    except (psycopg.errors.UndefinedFile, psycopg.errors.FeatureNotSupported, psycopg.errors.UndefinedObject):
+        raise DatabaseError(f"{display(conninfo)}: the server has no pgvector extension installed "
+                            "(https://github.com/pgvector/pgvector, 0.6 or later)") from None
+
+
+def _first(error: Exception) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+
+
+@contextmanager
+def transaction(con: "psycopg.Connection", *scopes: tuple[str, str]) -> Iterator["psycopg.Connection"]:
+    """A READ COMMITTED transaction holding the write lock of each (domain, namespace) scope, taken in a fixed
+    order so two writers of the same scopes never deadlock; commits on success, rolls back on any error."""
+    with con.transaction():
+        for domain, namespace in sorted(set(scopes)):
+            con.execute(q("lock_scope", DIALECT), {"domain": domain, "namespace": namespace})
+        yield con

@@ -1,0 +1,121 @@
+"""A throwaway PostgreSQL 16 + pgvector for the tests and benchmarks: the `pgserver` wheel's own binaries, in a
+temporary directory, listening on a Unix socket only; or the server `SUBCOG_TEST_POSTGRES_URL` names.
+
+As root the wheel runs the server as its own system user (`pgserver`, created on first use), since PostgreSQL
+refuses to run as root. `start()` returns a handle whose `url` is a superuser's; `database()` makes a fresh,
+empty database on it; `stop()` stops the server and removes its directory (a server given by URL is left
+alone, only the databases made on it are dropped).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Iterator
+
+URL_VARIABLE = "SUBCOG_TEST_POSTGRES_URL"
+# Durability is not what a test measures: no fsync, and a server that starts in about two seconds.
+TEST_SETTINGS = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
+
+
+class ServerUnavailable(Exception):
+    """No PostgreSQL could be started or reached; the message says why (a test skips with it)."""
+
+
+@dataclass
+class LocalServer:
+    url: str
+    owned: object | None = None          # the pgserver handle when we started it
+    directory: str | None = None
+    made: list[str] = field(default_factory=list)
+
+    def database(self, prefix: str = "subcog") -> str:
+        """A new empty database; returns its URL."""
+        import psycopg
+
+        name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(self.url, autocommit=True) as con:
+            con.execute(f'create database "{name}" template template0 encoding \'UTF8\'')
+        self.made.append(name)
+        return with_database(self.url, name)
+
+    def drop(self, url: str) -> None:
+        """Drop a database made by `database()` (its connections are ended first)."""
+        import psycopg
+        from psycopg.conninfo import conninfo_to_dict
+
+        name = conninfo_to_dict(url)["dbname"]
+        with psycopg.connect(self.url, autocommit=True) as con:
+            con.execute(f'drop database if exists "{name}" with (force)')
+        if name in self.made:
+            self.made.remove(name)
+
+    def stop(self) -> None:
+        for url in [with_database(self.url, name) for name in list(self.made)]:
+            try:
+                self.drop(url)
+            except Exception:  # noqa: BLE001 - stopping must go on
+                pass
+        if self.owned is not None:
+            self.owned.cleanup()
+            self.owned = None
+        if self.directory:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def with_database(url: str, name: str) -> str:
+    """`url` pointing at database `name` instead."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    return make_conninfo(**(conninfo_to_dict(url) | {"dbname": name}))
+
+
+def start() -> LocalServer:
+    """The server of SUBCOG_TEST_POSTGRES_URL, else a new one from the pgserver wheel (ServerUnavailable when
+    neither works, saying why)."""
+    try:
+        import psycopg
+    except ImportError as e:
+        raise ServerUnavailable(f"psycopg is not installed ({e})") from None
+    given = os.environ.get(URL_VARIABLE)
+    if given:
+        try:
+            with psycopg.connect(given, autocommit=True, connect_timeout=10):
+                pass
+        except psycopg.Error as e:
+            raise ServerUnavailable(f"{URL_VARIABLE} is set but its server cannot be reached: {e}") from None
+        return LocalServer(given)
+    try:
+        import pgserver
+    except ImportError as e:
+        raise ServerUnavailable(f"the pgserver wheel is not installed ({e}) and {URL_VARIABLE} is not set") from None
+    directory = tempfile.mkdtemp(prefix="subcog-pg-")
+    try:
+        with _quiet_runtime_dir():
+            handle = pgserver.get_server(directory, cleanup_mode="delete")
+    except Exception as e:  # noqa: BLE001 - any failure to start is a reason to skip, given in full
+        shutil.rmtree(directory, ignore_errors=True)
+        raise ServerUnavailable(f"the bundled PostgreSQL did not start: {type(e).__name__}: {e}") from None
+    server = LocalServer(handle.get_uri(), handle, directory)
+    try:
+        with psycopg.connect(server.url, autocommit=True) as con:
+            for key, value in TEST_SETTINGS.items():
+                con.execute(f"alter system set {key} = '{value}'")
+            con.execute("select pg_reload_conf()")
+    except Exception:
+        server.stop()
+        raise
+    return server
+
+
+@contextmanager
+def _quiet_runtime_dir() -> Iterator[None]:
+    """pgserver keeps its lock file in the user's runtime directory and warns when XDG_RUNTIME_DIR is unset."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
