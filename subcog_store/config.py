@@ -132,6 +132,8 @@ def _specs() -> list[Spec]:
         Spec("dedup_batch_threshold", _float, None, 0.0, 1.0, scope=p),
         Spec("dedup_batch_knn", _choice("matrix", "vec0"), "matrix", scope=p),
         Spec("batch_test_sleep", _float, 0.0, 0.0, 60.0, scope=p, help="tests only: pause after each cluster"),
+        Spec("test_postgres_url", _text, None, scope=p, help="tests and benchmarks only: the PostgreSQL server to "
+             "use instead of starting the pgserver wheel's"),
     ]
     for namespace in NAMESPACES:
         suffix = env_suffix(namespace).lower()

@@ -91,3 +91,136 @@ def test_random_texts_hash_alike(pg, texts) -> None:
     norms = pg.execute("select subcog_normalize(t) from unnest(%s::text[]) with ordinality u (t, n) order by n",
                        (texts,)).fetchall()
     assert [r[0] for r in norms] == [normalize(t) for t in texts]
+
+
+# SQLite objects without a PostgreSQL table or view of the same name, each with the reason. Anything else a
+# migration of sql/schema/ adds must come with its counterpart in sql/postgresql/schema/ (this test fails until).
+NO_COUNTERPART = {
+    "memories_fts": "the FTS5 index is memories.fts (a generated tsvector) with a GIN index",
+    "memory_bits": "sign-bit candidates for vec0; PostgreSQL scans a scope's vectors exactly with pgvector",
+    "bits_log": "feeds the in-memory sign-bit cache of db/bitcache.py, which the PostgreSQL KNN does not use",
+}
+# Columns of SQLite tables that PostgreSQL keeps elsewhere (table -> column -> reason).
+COLUMN_DIFFERENCES = {("memory_vectors", "embedding"): "vector(384) instead of vec0's float[384]"}
+
+
+def sqlite_objects(path: Path) -> dict[str, list[str]]:
+    """Tables and views of a fresh, fully migrated SQLite store (virtual tables' shadow tables left out)."""
+    con = connect_sqlite(path)
+    names = [r[0] for r in con.execute("select name from sqlite_master where type in ('table', 'view') "
+                                       "and name not like 'sqlite_%'")]
+    virtual = [r[0] for r in con.execute("select name from sqlite_master where sql like 'create virtual table%'")]
+    names = [n for n in names if not any(n.startswith(v + "_") for v in virtual)]
+    return {n: [r[1] for r in con.execute(f"pragma table_info({n})")] for n in names}
+
+
+def pg_objects(con) -> dict[str, list[str]]:
+    rows = con.execute("select table_name, column_name from information_schema.columns "
+                       "where table_schema = current_schema() order by table_name, ordinal_position").fetchall()
+    out: dict[str, list[str]] = {}
+    for table, column in rows:
+        out.setdefault(table, []).append(column)
+    return out
+
+
+def test_every_sqlite_table_and_view_has_a_postgresql_counterpart(pg, tmp_path) -> None:
+    lite, post = sqlite_objects(tmp_path / "m.db"), pg_objects(pg)
+    missing = sorted(set(lite) - set(post) - set(NO_COUNTERPART))
+    assert not missing, f"SQLite tables or views with no PostgreSQL counterpart in sql/postgresql/schema/: {missing}"
+    assert set(NO_COUNTERPART) <= set(lite), "a listed exception no longer exists in SQLite: drop it from the list"
+    for name in sorted(set(lite) & set(post)):
+        gone = [c for c in lite[name] if c not in post[name] and (name, c) not in COLUMN_DIFFERENCES]
+        assert not gone, f"{name}: SQLite columns missing in PostgreSQL: {gone}"
+    views = [r[0] for r in connect_sqlite(tmp_path / "m.db").execute("select name from sqlite_master "
+                                                                       "where type = 'view'")]
+    for view in views:
+        assert post[view] == lite[view], f"view {view}: columns differ"
+
+
+def test_views_read_from_psql(pg, pg_url) -> None:
+    """The audit views answer in the stock psql of the bundled server (no extension or function of ours needed)."""
+    import shutil
+    import subprocess
+
+    pg.execute("insert into memories (id, namespace, content, created_at, updated_at) "
+               "values ('0123456789ab', 'decisions', 'Use PgBouncer', '2026-01-01T00:00:00.000Z', '')")
+    psql = shutil.which("psql") or _bundled("psql")
+    if psql is None:
+        pytest.skip("no psql binary (neither on PATH nor in the pgserver wheel)")
+    out = subprocess.run([psql, pg_url, "-At", "-c", "select urn, hash_tag from v_memories"], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == f"subcog://project/decisions/0123456789ab|hash:sha256:{content_hash('Use PgBouncer')[:16]}"
+    for view in ("v_check_counts", "v_skip_counts", "v_check_durations", "v_recent_window", "v_decisions",
+                 "v_unreviewed", "v_decision_members", "v_retired", "v_namespace_counts", "v_recall",
+                 "v_recall_sessions"):
+        out = subprocess.run([psql, pg_url, "-At", "-c", f"select * from {view}"], capture_output=True, text=True,
+                             timeout=60)
+        assert out.returncode == 0, (view, out.stderr)
+
+
+def _bundled(name: str) -> str | None:
+    try:
+        import pgserver
+    except ImportError:
+        return None
+    path = Path(pgserver.__file__).parent / "pginstall" / "bin" / name
+    return str(path) if path.exists() else None
+
+
+def test_migrations_are_recorded_and_a_second_open_applies_nothing(pg, pg_url) -> None:
+    rows = pg.execute("select version, name from schema_migrations order by version").fetchall()
+    assert [r[0] for r in rows] == list(range(1, latest_version() + 1))
+    assert [r[1] for r in rows][:2] == ["content_hash", "store"]
+    assert schema_version(pg) == latest_version()
+    again = connect(pg_url)
+    assert again.execute("select count(*) from schema_migrations").fetchone()[0] == latest_version()
+    again.close()
+
+
+def test_a_newer_schema_is_refused(pg, pg_url) -> None:
+    pg.execute("insert into schema_migrations (version, name) values (%s, 'from_the_future')", (latest_version() + 1,))
+    with pytest.raises(DatabaseError, match="newer than this subcog-store knows"):
+        connect(pg_url)
+
+
+def test_a_schema_of_another_program_is_left_untouched(pg_server) -> None:
+    url = pg_server.database()
+    with psycopg.connect(url, autocommit=True) as con:
+        con.execute("create table invoices (id int)")
+    with pytest.raises(NotASubcogDatabase, match="left untouched"):
+        connect(url)
+    with psycopg.connect(url, autocommit=True) as con:
+        assert con.execute("select to_regclass('memories')").fetchone()[0] is None
+    pg_server.drop(url)
+
+
+def test_the_recent_window_is_pruned_by_age_and_capacity_with_the_session_override(pg) -> None:
+    insert = "insert into recent_captures (content_hash, namespace, domain, captured_at) values (%s, 'n', 'd', %s)"
+    pg.execute("update settings set value = '60' where key = 'dedup_time_window_secs'")
+    for i, at in enumerate([1000.0, 1029.0, 1059.0]):
+        pg.execute(insert, (f"h{i}", at))
+    assert pg.execute("select count(*) from recent_captures").fetchone()[0] == 3
+    pg.execute(insert, ("h3", 1090.0))              # 1000 and 1030 are now older than 60 s
+    assert [r[0] for r in pg.execute("select content_hash from recent_captures order by id")] == ["h2", "h3"]
+    pg.execute("update settings set value = '3' where key = 'dedup_cache_capacity'")
+    for i in range(4, 8):
+        pg.execute(insert, (f"h{i}", 1090.0 + i))
+    assert [r[0] for r in pg.execute("select content_hash from recent_captures order by id")] == ["h5", "h6", "h7"]
+    pg.execute("set subcog.dedup_time_window_secs = '1'")   # this session's override, never the shared table
+    pg.execute(insert, ("h8", 1097.5))
+    assert [r[0] for r in pg.execute("select content_hash from recent_captures order by id")] == ["h7", "h8"]
+    assert pg.execute("select value from settings where key = 'dedup_time_window_secs'").fetchone()[0] == "60"
+
+
+def test_the_password_never_shows(pg_server) -> None:
+    url = "postgresql://alice:s3cret-pw@db.example:5433/team?sslmode=require"
+    assert "s3cret" not in display(url) and display(url) == "postgresql://alice@db.example:5433/team"
+    assert "s3cret" not in display("host=db.example user=alice password=s3cret-pw dbname=team")
+    assert "s3cret" not in display("postgresql://alice@db.example/team?password=s3cret-pw")
+    assert display("service=team") == "service=team"
+    assert "s3cret" not in display("postgresql://alice:s3cret-pw@[bad")
+    bad = pg_server.url.replace("postgres:", "postgres:s3cret-pw", 1).replace("/postgres?", "/no_such_db?", 1)
+    with pytest.raises(DatabaseError) as caught:
+        connect(bad)
+    assert "s3cret" not in str(caught.value) and "no_such_db" in str(caught.value)

@@ -8,7 +8,6 @@ alone, only the databases made on it are dropped).
 """
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import uuid
@@ -16,7 +15,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator
 
-URL_VARIABLE = "SUBCOG_TEST_POSTGRES_URL"
+from subcog_store.db.sqlfiles import q
+
+URL_VARIABLE = "SUBCOG_TEST_POSTGRES_URL"   # config.SPECS' test_postgres_url
 # Durability is not what a test measures: no fsync, and a server that starts in about two seconds.
 TEST_SETTINGS = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
 
@@ -38,7 +39,7 @@ class LocalServer:
 
         name = f"{prefix}_{uuid.uuid4().hex[:12]}"
         with psycopg.connect(self.url, autocommit=True) as con:
-            con.execute(f'create database "{name}" template template0 encoding \'UTF8\'')
+            con.execute(_composed("create_test_database", name=name))
         self.made.append(name)
         return with_database(self.url, name)
 
@@ -49,7 +50,7 @@ class LocalServer:
 
         name = conninfo_to_dict(url)["dbname"]
         with psycopg.connect(self.url, autocommit=True) as con:
-            con.execute(f'drop database if exists "{name}" with (force)')
+            con.execute(_composed("drop_test_database", name=name))
         if name in self.made:
             self.made.remove(name)
 
@@ -66,6 +67,14 @@ class LocalServer:
             shutil.rmtree(self.directory, ignore_errors=True)
 
 
+def _composed(query: str, **parts: str):
+    """A named query whose {name} is an identifier and {value} a literal (statements that take no parameters)."""
+    from psycopg import sql
+
+    composed = {k: sql.Literal(v) if k == "value" else sql.Identifier(v) for k, v in parts.items()}
+    return sql.SQL(q(query, "postgresql")).format(**composed)
+
+
 def with_database(url: str, name: str) -> str:
     """`url` pointing at database `name` instead."""
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
@@ -80,7 +89,9 @@ def start() -> LocalServer:
         import psycopg
     except ImportError as e:
         raise ServerUnavailable(f"psycopg is not installed ({e})") from None
-    given = os.environ.get(URL_VARIABLE)
+    from subcog_store.config import process_setting
+
+    given = process_setting("test_postgres_url")
     if given:
         try:
             with psycopg.connect(given, autocommit=True, connect_timeout=10):
@@ -103,8 +114,8 @@ def start() -> LocalServer:
     try:
         with psycopg.connect(server.url, autocommit=True) as con:
             for key, value in TEST_SETTINGS.items():
-                con.execute(f"alter system set {key} = '{value}'")
-            con.execute("select pg_reload_conf()")
+                con.execute(_composed("tune_test_server", name=key, value=value))
+            con.execute(q("reload_configuration", "postgresql"))
     except Exception:
         server.stop()
         raise

@@ -43,3 +43,19 @@ create extension if not exists vector;
 -- The write lock of one (domain, namespace) scope until the transaction ends: every writer of the scope takes
 -- it before its check-then-write. Two scopes whose names hash alike share a lock (harmless: they only wait).
 select pg_advisory_xact_lock(1398096452, hashtext(%(domain)s || '/' || %(namespace)s));
+
+-- name: create_test_database
+-- A fresh database for one test (subcog_store/postgres/local_server.py): {name} is an identifier.
+create database {name} template template0 encoding 'UTF8';
+
+-- name: drop_test_database
+-- Drop a test's database, ending its connections first.
+drop database if exists {name} with (force);
+
+-- name: tune_test_server
+-- The test server's settings (durability is not what a test measures): {name} and {value} are composed.
+alter system set {name} = {value};
+
+-- name: reload_configuration
+-- Apply the changed settings.
+select pg_reload_conf();
