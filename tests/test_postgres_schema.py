@@ -224,3 +224,61 @@ def test_the_password_never_shows(pg_server) -> None:
     with pytest.raises(DatabaseError) as caught:
         connect(bad)
     assert "s3cret" not in str(caught.value) and "no_such_db" in str(caught.value)
+
+
+def test_a_server_that_is_down_is_a_clear_error(tmp_path) -> None:
+    with pytest.raises(DatabaseError, match="cannot be reached") as caught:
+        connect(f"postgresql://alice:pw-123@/team?host={tmp_path}")
+    assert "pw-123" not in str(caught.value)
+
+
+def test_a_silent_server_costs_at_most_the_connect_timeout() -> None:
+    """A host that accepts the connection and never answers (a hung server, a black-holing proxy): the open
+    gives up after its connect timeout, so a hook can keep to its budget."""
+    import socket
+    import time
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    port = listener.getsockname()[1]
+    try:
+        start = time.monotonic()
+        with pytest.raises(DatabaseError, match="cannot be reached"):
+            connect(f"postgresql://alice@127.0.0.1:{port}/team", connect_timeout=1)
+        assert time.monotonic() - start < 10
+    finally:
+        listener.close()
+
+
+def _role(pg_server, name: str, database_url: str, *grants: str) -> str:
+    """A login role on the test server with `grants` ({db} is the database's name); returns `database_url` as
+    that role."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    dbname = conninfo_to_dict(database_url)["dbname"]
+    with psycopg.connect(pg_server.url, autocommit=True) as con:
+        con.execute(f"drop role if exists {name}")
+        con.execute(f"create role {name} login")
+        for grant in grants:
+            con.execute(grant.format(db=f'"{dbname}"', role=name))
+    return make_conninfo(**(conninfo_to_dict(database_url) | {"user": name}))
+
+
+def test_a_role_that_may_not_enable_pgvector_is_told_who_can(pg_server) -> None:
+    url = pg_server.database()
+    member = _role(pg_server, "subcog_member", url, "grant all on database {db} to {role}")
+    with psycopg.connect(url, autocommit=True) as con:
+        con.execute("grant all on schema public to subcog_member")
+    with pytest.raises(DatabaseError, match="an administrator runs `create extension vector`"):
+        connect(member)
+    with psycopg.connect(url, autocommit=True) as con:
+        assert con.execute("select to_regclass('memories')").fetchone()[0] is None   # nothing half-written
+    pg_server.drop(url)
+
+
+def test_a_role_without_rights_on_the_store_gets_a_clear_error(pg_server, pg_url) -> None:
+    connect(pg_url).close()          # the store exists, created by its owner
+    stranger = _role(pg_server, "subcog_stranger", pg_url, "grant connect on database {db} to {role}")
+    with pytest.raises(DatabaseError, match="this role may not use the store"):
+        connect(stranger)

@@ -91,6 +91,16 @@ def connect(conninfo: str, *, migrate: bool = True, connect_timeout: float = CON
             migrate_to_latest(con, conninfo)
         else:
             check_version(con, conninfo)
+        from subcog_store.postgres.vectors import register
+
+        register(con)
+    except psycopg.errors.InsufficientPrivilege as e:
+        con.close()
+        raise DatabaseError(f"{display(conninfo)}: this role may not use the store ({_first(e)}); see the "
+                            "README's role setup") from None
+    except psycopg.Error as e:
+        con.close()
+        raise DatabaseError(_describe(conninfo, e)) from None
     except BaseException:
         con.close()
         raise
