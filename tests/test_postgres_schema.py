@@ -282,3 +282,49 @@ def test_a_role_without_rights_on_the_store_gets_a_clear_error(pg_server, pg_url
     stranger = _role(pg_server, "subcog_stranger", pg_url, "grant connect on database {db} to {role}")
     with pytest.raises(DatabaseError, match="this role may not use the store"):
         connect(stranger)
+
+
+def test_the_readme_role_setup_works(pg_server) -> None:
+    """The README's minimal role setup, run as written: two members share one store, neither a superuser."""
+    import re
+    import uuid
+
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from subcog_store.postgres.local_server import with_database
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = re.search(r"```sql\n(-- as a superuser, once per team.*?)```", readme, re.S).group(1)
+    tag = uuid.uuid4().hex[:8]
+    block = block.replace("team_memory", f"team_{tag}").replace("subcog_team", f"team_role_{tag}")
+    block = block.replace("alice", f"alice_{tag}")
+    before, after = block.split(f"\\c team_{tag}\n")
+    with psycopg.connect(pg_server.url, autocommit=True) as con:
+        for statement in _statements(before):
+            con.execute(statement)
+    with psycopg.connect(with_database(pg_server.url, f"team_{tag}"), autocommit=True) as con:
+        for statement in _statements(after):
+            con.execute(statement)
+        con.execute(f"create role bob_{tag} login in role team_role_{tag}")
+        con.execute(f"alter role bob_{tag} in database team_{tag} set role team_role_{tag}")
+    pg_server.made.append(f"team_{tag}")
+    urls = [make_conninfo(**(conninfo_to_dict(with_database(pg_server.url, f"team_{tag}")) | {"user": user}))
+            for user in (f"alice_{tag}", f"bob_{tag}")]
+    alice = connect(urls[0])                  # the first member creates the store
+    alice.execute("insert into memories (id, namespace, content, created_at, updated_at) "
+                  "values ('00000000000a', 'decisions', 'Use PgBouncer', '', '')")
+    bob = connect(urls[1])
+    assert bob.execute("select content from memories").fetchone()[0] == "Use PgBouncer"
+    bob.execute("update memories set importance = 0.9")
+    assert bob.execute("select rolsuper from pg_roles where rolname = current_user").fetchone()[0] is False
+    alice.close()
+    bob.close()
+    pg_server.drop(with_database(pg_server.url, f"team_{tag}"))
+    with psycopg.connect(pg_server.url, autocommit=True) as con:   # roles belong to the server: leave none
+        for role in (f"alice_{tag}", f"bob_{tag}", f"team_role_{tag}"):
+            con.execute(f"drop role {role}")
+
+
+def _statements(sql: str) -> list[str]:
+    lines = [line.split("--")[0] for line in sql.splitlines()]
+    return [s.strip() for s in " ".join(lines).split(";") if s.strip()]
