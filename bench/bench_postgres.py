@@ -65,12 +65,12 @@ def build_postgres(url: str, sentences: list[str], vectors: np.ndarray) -> dict:
     return {"load_s": round(loaded, 1), "index_build_s": round(built, 1)}
 
 
-def measure(n: int, vectors: np.ndarray, qvectors: np.ndarray, url: str, queries: int) -> dict:
-    corpus = corpus_mod.build(n, n_queries=10, n_fresh=10)
+def measure(n: int, sentences: list[str], vectors: np.ndarray, qvectors: np.ndarray, url: str, queries: int
+            ) -> dict:
     matrix = np.ascontiguousarray(vectors[:n])
     lite_path = OUT / f"pg-bench-{n}.db"
-    lite_build = build_store(lite_path, corpus.sentences[:n], matrix)
-    pg_build = build_postgres(url, corpus.sentences[:n], matrix)
+    lite_build = build_store(lite_path, sentences[:n], matrix)
+    pg_build = build_postgres(url, sentences[:n], matrix)
     lite = connect_sqlite(lite_path)
     pg = connect_pg(url)
     register(pg)
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for n in sizes:
             url = server.database("bench")
-            results.append(measure(n, vectors, qvectors, url, args.queries))
+            results.append(measure(n, corpus.sentences, vectors, qvectors, url, args.queries))
             server.drop(url)
             print(report(results[-1:], {}), flush=True)
     finally:

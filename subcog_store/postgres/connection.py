@@ -91,9 +91,11 @@ def connect(conninfo: str, *, migrate: bool = True, connect_timeout: float = CON
             migrate_to_latest(con, conninfo)
         else:
             check_version(con, conninfo)
+        from subcog_store.postgres.knn import CANDIDATES
         from subcog_store.postgres.vectors import register
 
         register(con)
+        con.execute(q("set_hnsw_candidates", DIALECT), {"candidates": CANDIDATES})
     except psycopg.errors.InsufficientPrivilege as e:
         con.close()
         raise DatabaseError(f"{display(conninfo)}: this role may not use the store ({_first(e)}); see the "

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import psycopg
 
 DIALECT = "postgresql"
-CANDIDATES = 100     # HNSW candidates a check reads (hnsw.ef_search)
+CANDIDATES = 100     # HNSW candidates a check reads (hnsw.ef_search, set when the connection opens)
 
 
 class Hit(NamedTuple):
@@ -37,9 +37,7 @@ def nearest(con: "psycopg.Connection", vector: "np.ndarray", namespace: str, dom
     `floor`; and how the answer was reached: "hnsw" (the candidates showed it) or "exact scan"."""
     params = {"embedding": Vector(vector), "namespace": namespace, "domain": domain, "k": k,
               "candidates": CANDIDATES}
-    with con.transaction():
-        con.execute(q("set_hnsw_candidates", DIALECT), params)
-        rows = con.execute(q("find_semantic_candidates", DIALECT), params).fetchall()
+    rows = con.execute(q("find_semantic_candidates", DIALECT), params).fetchall()
     if len(rows) >= CANDIDATES:
         scope = [Hit(r[3], r[4], float(r[2]), r[0]) for r in rows if r[1] == domain]
         threshold = max(floor, scope[k - 1].similarity if len(scope) >= k else floor)

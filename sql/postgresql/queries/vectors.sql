@@ -19,8 +19,8 @@ join memories m on m.seq = n.memory_seq
 order by n.similarity desc, m.seq;
 
 -- name: set_hnsw_candidates
--- How many candidates the HNSW search of this transaction returns (pgvector's hnsw.ef_search, at most 1000).
-select set_config('hnsw.ef_search', %(candidates)s::text, true);
+-- How many candidates an HNSW search of this connection returns (pgvector's hnsw.ef_search, at most 1000).
+select set_config('hnsw.ef_search', %(candidates)s::text, false);
 
 -- name: find_semantic_candidates
 -- The nearest vectors of a namespace by its HNSW index (every domain's: the caller sees how far the search
