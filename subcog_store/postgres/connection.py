@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from subcog_store.db.sqlfiles import migrations, q
 from subcog_store.errors import DatabaseError, NotASubcogDatabase
+from subcog_store.postgres.vectors import register
 
 if TYPE_CHECKING:
     import psycopg
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 DIALECT = "postgresql"
 CONNECT_TIMEOUT_SECS = 10
 APPLICATION_NAME = "subcog-store"
+HNSW_CANDIDATES = 100    # candidates an HNSW search returns (hnsw.ef_search, set when a connection opens)
 _KEY_VALUE = re.compile(r"^\s*[A-Za-z_]+\s*=")
 
 
@@ -91,11 +93,8 @@ def connect(conninfo: str, *, migrate: bool = True, connect_timeout: float = CON
             migrate_to_latest(con, conninfo)
         else:
             check_version(con, conninfo)
-        from subcog_store.postgres.knn import CANDIDATES
-        from subcog_store.postgres.vectors import register
-
         register(con)
-        con.execute(q("set_hnsw_candidates", DIALECT), {"candidates": CANDIDATES})
+        con.execute(q("set_hnsw_candidates", DIALECT), {"candidates": HNSW_CANDIDATES})
     except psycopg.errors.InsufficientPrivilege as e:
         con.close()
         raise DatabaseError(f"{display(conninfo)}: this role may not use the store ({_first(e)}); see the "

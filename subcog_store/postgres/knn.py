@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NamedTuple
 
 from subcog_store.db.sqlfiles import q
+from subcog_store.postgres.connection import HNSW_CANDIDATES as CANDIDATES
 from subcog_store.postgres.vectors import Vector
 
 if TYPE_CHECKING:
@@ -21,7 +22,6 @@ if TYPE_CHECKING:
     import psycopg
 
 DIALECT = "postgresql"
-CANDIDATES = 100     # HNSW candidates a check reads (hnsw.ef_search, set when the connection opens)
 
 
 class Hit(NamedTuple):

@@ -89,7 +89,7 @@ def start() -> LocalServer:
         import psycopg
     except ImportError as e:
         raise ServerUnavailable(f"psycopg is not installed ({e})") from None
-    from subcog_store.config import process_setting
+    from subcog_store.config import process_setting   # here: only the tests and benchmarks start a server
 
     given = process_setting("test_postgres_url")
     if given:
