@@ -328,3 +328,42 @@ def test_the_readme_role_setup_works(pg_server) -> None:
 def _statements(sql: str) -> list[str]:
     lines = [line.split("--")[0] for line in sql.splitlines()]
     return [s.strip() for s in " ".join(lines).split(";") if s.strip()]
+
+
+def test_a_statement_past_the_budget_is_cancelled_with_a_clear_error(pg, pg_url) -> None:
+    from subcog_store.postgres.connection import describe_error, transaction, wait_at_most
+
+    wait_at_most(pg, 0.5)
+    with pytest.raises(psycopg.errors.QueryCanceled) as caught:
+        with transaction(pg, ("team", "decisions")):
+            pg.execute("insert into settings (key, value) values ('half', 'written')")
+            pg.execute("select pg_sleep(5)")
+    error = describe_error(pg_url, caught.value)
+    assert isinstance(error, DatabaseError) and "did not answer in time" in str(error)
+    assert pg.execute("select count(*) from settings where key = 'half'").fetchone()[0] == 0   # rolled back
+    holder = connect(pg_url)
+    with transaction(holder, ("team", "decisions")):           # another writer holds the scope's lock
+        with pytest.raises(psycopg.errors.LockNotAvailable) as caught:
+            with transaction(pg, ("team", "decisions")):
+                pass
+    assert "held the lock past the time allowed" in str(describe_error(pg_url, caught.value))
+    holder.close()
+
+
+def test_a_server_restart_mid_transaction_loses_nothing_committed(pg_server, pg, pg_url) -> None:
+    """The server ends the connection mid-capture (a restart, a failover): the half-done transaction is gone,
+    what was committed stays, the caller gets a clear error, and a new connection works."""
+    from subcog_store.postgres.connection import describe_error, transaction
+
+    pg.execute("insert into settings (key, value) values ('kept', 'committed')")
+    with psycopg.connect(pg_server.url, autocommit=True) as admin:
+        with pytest.raises(psycopg.OperationalError) as caught:
+            with transaction(pg, ("team", "decisions")):
+                pg.execute("insert into settings (key, value) values ('half', 'written')")
+                admin.execute("select pg_terminate_backend(%s)", (pg.info.backend_pid,))
+                pg.execute("select 1")
+    assert "connection to the server was lost" in str(describe_error(pg_url, caught.value))
+    fresh = connect(pg_url)
+    assert dict(fresh.execute("select key, value from settings where key in ('kept', 'half')").fetchall()) == \
+        {"kept": "committed"}
+    fresh.close()

@@ -179,6 +179,31 @@ def _prepare_empty(con: "psycopg.Connection", conninfo: str) -> None:
                             "(https://github.com/pgvector/pgvector, 0.6 or later)") from None
 
 
+def wait_at_most(con: "psycopg.Connection", seconds: float) -> None:
+    """Bound every later statement of this connection, and every lock wait, by `seconds` (a hook keeps to its
+    budget whatever the server does: a statement past it is cancelled, its transaction rolled back, and the
+    caller gets a DatabaseError naming the timeout)."""
+    milliseconds = max(2, int(seconds * 1000))
+    # A lock wait gives up a little earlier than the statement waiting for it, so the error says which it was.
+    con.execute(q("set_timeouts", DIALECT), {"statement_ms": milliseconds, "lock_ms": milliseconds * 9 // 10})
+
+
+def describe_error(conninfo: str, error: Exception) -> "DatabaseError":
+    """A psycopg error as the documented DatabaseError (exit 4): timeouts and lost connections in words."""
+    import psycopg
+
+    if isinstance(error, psycopg.errors.QueryCanceled):
+        return DatabaseError(f"{display(conninfo)}: the server did not answer in time (statement timeout); "
+                             "nothing was written")
+    if isinstance(error, psycopg.errors.LockNotAvailable):
+        return DatabaseError(f"{display(conninfo)}: another writer held the lock past the time allowed; "
+                             "nothing was written")
+    if isinstance(error, psycopg.OperationalError):
+        return DatabaseError(f"{display(conninfo)}: the connection to the server was lost ({_first(error)}); "
+                             "the transaction was not committed")
+    return DatabaseError(_describe(conninfo, error))
+
+
 def _first(error: Exception) -> str:
     return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
 

@@ -59,3 +59,8 @@ alter system set {name} = {value};
 -- name: reload_configuration
 -- Apply the changed settings.
 select pg_reload_conf();
+
+-- name: set_timeouts
+-- How long any statement of this connection, and any wait for a lock, may take (milliseconds).
+select set_config('statement_timeout', %(statement_ms)s::text, false),
+       set_config('lock_timeout', %(lock_ms)s::text, false);
