@@ -26,10 +26,17 @@ def unit(rows: np.ndarray) -> np.ndarray:
 
 def add(con, seq: int, vector: np.ndarray, namespace: str = "decisions", domain: str = "team",
         content: str | None = None) -> None:
-    con.execute("insert into memories (seq, id, namespace, domain, content, created_at, updated_at) "
-                "values (%s, %s, %s, %s, %s, '', '')", (seq, f"{seq:012x}", namespace, domain, content or f"m{seq}"))
-    con.execute("insert into memory_vectors (memory_seq, namespace, domain, embedding) values (%s, %s, %s, %s)",
-                (seq, namespace, domain, Vector(vector)))
+    add_many(con, [(seq, vector, namespace, domain, content)])
+
+
+def add_many(con, rows: list[tuple]) -> None:
+    """(seq, vector, namespace, domain, content or None) rows, in two statements."""
+    with con.cursor() as cur:
+        cur.executemany("insert into memories (seq, id, namespace, domain, content, created_at, updated_at) "
+                        "values (%s, %s, %s, %s, %s, '', '')",
+                        [(seq, f"{seq:012x}", ns, dom, text or f"m{seq}") for seq, _, ns, dom, text in rows])
+        cur.executemany("insert into memory_vectors (memory_seq, namespace, domain, embedding) values (%s, %s, %s, %s)",
+                        [(seq, ns, dom, Vector(vector)) for seq, vector, ns, dom, _ in rows])
 
 
 @pytest.fixture
@@ -49,15 +56,15 @@ def test_the_knn_finds_every_neighbour_above_the_floor_by_either_path(pg) -> Non
     rng = np.random.default_rng(7)
     centers = unit(rng.standard_normal((40, 384)))
     team, other = {}, {}
-    seq = 0
+    rows = []
     for i in range(600):            # 600 in the namespace: more than the HNSW candidates
-        seq += 1
         vector = unit(centers[i % 40] + 0.012 * rng.standard_normal(384))   # cosine ~0.95 within
         domain = "team" if i % 3 else "other"
-        (team if domain == "team" else other)[seq] = vector
-        add(pg, seq, vector, domain=domain)
+        (team if domain == "team" else other)[i + 1] = vector
+        rows.append((i + 1, vector, "decisions", domain, None))
     for seq_small in range(5):      # a small scope: fewer vectors than candidates
-        add(pg, 10_000 + seq_small, unit(rng.standard_normal(384)), namespace="patterns")
+        rows.append((10_000 + seq_small, unit(rng.standard_normal(384)), "patterns", "team", None))
+    add_many(pg, rows)
     paths = set()
     for j in range(40):
         query = unit(centers[j] + 0.012 * rng.standard_normal(384))
@@ -72,8 +79,8 @@ def test_the_knn_finds_every_neighbour_above_the_floor_by_either_path(pg) -> Non
     assert knn.nearest(pg, far, "patterns", "team", 5, FLOOR)[1] == "exact scan"   # 5 vectors: fewer than asked
     # Another domain crowds the candidates: 120 of its vectors around a point, the team's one neighbour farther.
     center = unit(rng.standard_normal(384))
-    for i in range(120):
-        add(pg, 20_000 + i, unit(center + 0.008 * rng.standard_normal(384)), domain="other")
+    add_many(pg, [(20_000 + i, unit(center + 0.008 * rng.standard_normal(384)), "decisions", "other", None)
+                  for i in range(120)])
     neighbour = unit(center + 0.025 * rng.standard_normal(384))
     team[30_000] = neighbour
     add(pg, 30_000, neighbour)
