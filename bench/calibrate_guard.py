@@ -8,7 +8,6 @@ Each constant of `subcog_store.text.guard` that was chosen here gets a table and
 - SYNONYM_MIN and the phrase the model compares: one-slot substitutions of PAWS dev and MRPC train (label 1: a
   synonym; 0: another fact); per phrasing the lowest cut letting at most one label-0 pair through, and the
   phrasing that then accepts the most label-1 pairs.
-- SWAP_WORDS: PAWS dev label-0 pairs flagged vs MRPC train recall, at cosine 0.90.
 - SUPPORT_MIN, CLAUSE_RUN: MRPC train precision/recall at cosine 0.88-0.92.
 MRPC test and STS test are never read here (bench/bench_guard.py reports on them).
 """
@@ -234,33 +233,6 @@ def calibrate_synonyms(sets: dict, ps: PhraseCache, lines: list[str]) -> None:
               + ", ".join(f"{n} {c} ({k} of {pos})" for n, (c, k) in best.items() if n != phrasing) + ".", ""]
 
 
-def calibrate_swap_words(sets: dict, ps: PhraseCache, lines: list[str]) -> None:
-    lines += ["## SWAP_WORDS (neighbouring units that may trade places), cosine 0.90", "",
-              "| SWAP_WORDS | PAWS dev same words, label 0 flagged | PAWS dev label 0 flagged | PAWS dev recall "
-              "| MRPC train flagged / P / R |", "| ---: | ---: | ---: | ---: | ---: |"]
-    keep = guard.SWAP_WORDS
-    chosen = None
-    try:
-        for value in (0, 1, 2, 3, 4):
-            guard.SWAP_WORDS = value
-            paws = judge_all(*sets["PAWS dev"], 0.90, new_judge(ps))
-            mrpc = judge_all(*sets["MRPC train"], 0.90, new_judge(ps))
-            flags = flagged(paws, 0.90)
-            sw0, l0, rec = paws_cells(paws, flags)
-            sw0_share = sum(f and not r.label and same_words(r.pair) for f, r in zip(flags, paws)) / \
-                sum(not r.label and same_words(r.pair) for r in paws)
-            l0_share = sum(f and not r.label for f, r in zip(flags, paws)) / sum(not r.label for r in paws)
-            chosen = value if sw0_share <= 0.05 and l0_share <= 0.10 else chosen
-            lines.append(f"| {value} | {sw0} | {l0} | {rec} | "
-                         f"{cell(flagged(mrpc, 0.90), [r.label for r in mrpc])} |")
-    finally:
-        guard.SWAP_WORDS = keep
-    lines += ["", f"Rule: the largest value that keeps PAWS dev label-0 pairs flagged at or under the targets (5% of "
-              f"the same-words ones, 10% of all): **{chosen}** "
-              f"(guard.SWAP_WORDS = {keep}). Letting neighbours trade places spares MRPC pairs like \"the countries "
-              "affected\" / \"the affected countries\" but lets PAWS swaps through.", ""]
-
-
 def calibrate_support(sets: dict, ps: PhraseCache, lines: list[str]) -> None:
     lines += ["## SUPPORT_MIN and CLAUSE_RUN (MRPC train, flagged / precision / recall)", "",
               "| CLAUSE_RUN | SUPPORT_MIN | 0.88 | 0.90 | 0.92 |", "| ---: | ---: | --- | --- | --- |"]
@@ -310,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
              "Written by `python -m bench.calibrate_guard`; the rule is duplicate iff cosine >= threshold, no "
              "changed fact and lexical_support >= SUPPORT_MIN, with the model's phrase similarity.", ""]
     try:
-        for step in (calibrate_synonyms, calibrate_swap_words, calibrate_support, threshold_curve):
+        for step in (calibrate_synonyms, calibrate_support, threshold_curve):
             step(sets, ps, lines)
     finally:
         ps.save()

@@ -9,12 +9,10 @@ scores 0.985); the guard can.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
 
-from subcog_store.text.guard import SUPPORT_MIN, changed_fact, lexical_support
+from subcog_store.text.guard import SUPPORT_MIN, PhraseSimilarity, changed_fact, lexical_support
 
-# cosine similarity of two short phrases (the model's judgement of words), for telling synonyms from new facts
-PhraseSimilarity = Callable[[str, str], float]
+__all__ = ["PairVerdict", "PhraseSimilarity", "judge", "is_duplicate"]
 
 
 @dataclass(frozen=True)

@@ -22,11 +22,11 @@ from functools import lru_cache
 from typing import Callable
 
 from subcog_store.text.guard_words import (
-    ARTICLES, BE, BOUNDARY, LINKS, MARKERS, MONTHS, MOVABLE, NEGATORS, NUMBER_WORDS, OPPOSITES, PREPOSITIONS,
-    PRIVATIVE, PUNCTUATION, REPORTING, SEPARATORS, SOFT_NUMBER_WORDS, STOPWORDS, TIME, TIME_MODIFIERS, UNITS,
-    WEEKDAYS)
+    ARTICLES, BE, BOUNDARY, LINKS, MARKERS, MONTHS, MOVABLE, NEGATION_PHRASES, NEGATORS, NOT_NEGATING,
+    NUMBER_WORDS, OPPOSITES, PREFERENCE, PREPOSITIONS, PRIVATIVE, PUNCTUATION, REPORTING, SEPARATORS,
+    SOFT_NUMBER_WORDS, STOPWORDS, TIME, TIME_MODIFIERS, UNITS, WEEKDAYS)
 
-__all__ = ["GuardVerdict", "PhraseSimilarity", "changed_fact", "lexical_support", "is_duplicate", "SUPPORT_MIN"]
+__all__ = ["GuardVerdict", "PhraseSimilarity", "changed_fact", "lexical_support", "SUPPORT_MIN"]
 
 # cosine of two short phrases as the sentence model embeds them (each alone, unit vectors)
 PhraseSimilarity = Callable[[str, str], float]
@@ -36,7 +36,10 @@ CLAUSE_RUN = 3      # this many consecutive content words the other text lacks =
 SLOT_MAX = 3        # substitution: at most this many words swapped for a slot
 SLOT_CONTEXT = 4    # ... and at least this many words the same around it
 SYNONYM_MIN = 0.82  # phrase cosine (slot with one word of context each side) that makes a synonym (PAWS dev)
-SWAP_WORDS = 0      # neighbouring units of at most this many content words may trade places; 0: none (PAWS dev)
+LONG = 200          # tokens: a longer text skips the word-order rules and the slot search (their cost grows fast)
+MODIFIER_WORDS = 0  # neighbouring units trade places freely when one has at most this many content words (a
+HEAD_WORDS = 0      # modifier) and the other at most HEAD_WORDS (its head); 0: never (PAWS dev, docs/guard.md)
+MAX_ANCHORS = 150   # pairs of equal content words the word-order alignment reads at most (a sentence pair: dozens)
 SEGMENT_MAX = 4     # lexical_support compares differing segments of at most this many words as phrases
 
 
@@ -63,6 +66,7 @@ for _x, _y in OPPOSITES:
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "`": "'",
                          "\u2013": "-", "\u2014": " - ", "\u00a0": " "})
 _WORD = re.compile(r"[$€£%]|[^\W_][\w.'/+#-]*[\w%]|[^\W_]", re.UNICODE)
+_KEY_VALUE = re.compile(r"(?<=\w)=(?=\w)")   # "scope=session" is the two words of "session scope"
 _NUM = re.compile(r"^(?P<v>v)?(?P<n>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)*)(?P<u>[a-zµ%]+)?$")
 
 
@@ -105,7 +109,7 @@ def _split_token(tok: str) -> tuple[str, ...]:
 def tokens(text: str) -> tuple[str, ...]:
     """Normalised word tokens; numbers keep their dots and commas, n't is its own token."""
     out: list[str] = []
-    for raw in _WORD.findall(compared_form(text)):
+    for raw in _WORD.findall(_KEY_VALUE.sub(" ", compared_form(text))):
         out.extend(_split_token(raw))
     return tuple(out)
 
@@ -248,13 +252,20 @@ def _near_num(toks: tuple[str, ...], word: str) -> bool:
 # ---------------------------------------------------------------- polarity
 
 def _negations(toks: tuple[str, ...]) -> int:
-    n = 0
+    """How many times a text negates: negators, privative verbs ("drop", "avoid", "refrain"), the
+    negation-equivalent phrases "instead of", "rather than", "in place of", "other than", and "prefer X over Y";
+    "not only", "nothing but", "no doubt" do not negate, "neither ... nor" negates once."""
+    n, preferred = 0, -10
     for i, t in enumerate(toks):
-        if t in NEGATORS or t in PRIVATIVE:
-            # "no longer" / "not only" / "no doubt" are not simple negations of the main claim
-            nxt = toks[i + 1] if i + 1 < len(toks) else ""
-            if t == "not" and nxt == "only":
-                continue
+        nxt = toks[i + 1] if i + 1 < len(toks) else ""
+        if t in PREFERENCE:
+            preferred = i
+        if (t, nxt) in NEGATION_PHRASES or (toks[i - 1] if i else "", t, nxt) in NEGATION_PHRASES:
+            n += 1
+        elif t == "over" and i - preferred <= 6:
+            n += 1
+        elif (t in NEGATORS or t in PRIVATIVE) and (t, nxt) not in NOT_NEGATING \
+                and not (t == "nor" and "neither" in toks[:i]):
             n += 1
     return n
 
@@ -283,7 +294,7 @@ _Block = tuple[int, int, int, int]  # start in a, start in b, end in a, end in b
 def _order_tokens(text: str) -> tuple[str, ...]:
     """`tokens` plus the punctuation that delimits phrases; a hyphenated word stays one word (anthrax-laced)."""
     out: list[str] = []
-    for raw in _ORDER_TOKEN.findall(compared_form(text)):
+    for raw in _ORDER_TOKEN.findall(_KEY_VALUE.sub(" ", compared_form(text))):
         if raw in PUNCTUATION:
             out.append(raw)
         elif "-" in raw.strip("-") and not any(c.isdigit() for c in raw):
@@ -313,6 +324,8 @@ def _blocks(a: tuple[str, ...], b: tuple[str, ...]) -> list[_Block]:
         where.setdefault(k, []).append(j)
     tiles: list[tuple[int, int, int]] = []
     anchors = [(i, j) for i in range(n) if _is_content(a[i]) for j in where.get(ka[i], ())]
+    if len(anchors) > MAX_ANCHORS:
+        return []   # a few words said over and over: no order to read, and the cost would grow fast
     while anchors:
         best: tuple[tuple[int, float], int, int, int] | None = None
         for i0, j0 in anchors:  # every run of equal words through a pair of equal content words
@@ -521,7 +534,8 @@ def _order_check(older: str, newer: str) -> GuardVerdict:
             continue
         for y in range(x + 1, k):
             if (rank_b[y] > rank_b[x] or not content[y] or free[y]
-                    or (y == x + 1 and rank_b[x] == rank_b[y] + 1 and max(content[x], content[y]) <= SWAP_WORDS)
+                    or (y == x + 1 and rank_b[x] == rank_b[y] + 1   # a modifier moved around its head
+                        and min(content[x], content[y]) <= MODIFIER_WORDS and max(content[x], content[y]) <= HEAD_WORDS)
                     or reworded(a, aligned_a, blocks[x][0], blocks[y][2])
                     or reworded(b, aligned_b, blocks[y][1], blocks[x][3])
                     or (listed(a, blocks[x][0:3:2], blocks[y][0:3:2])
@@ -575,13 +589,14 @@ def _content(toks: tuple[str, ...]) -> list[tuple[int, str]]:
 
 
 def _covered(word: str, other: set[str], other_stems: set[str]) -> bool:
+    """Exact, light stem, or a shared prefix of 4+ letters (postgres / postgresql)."""
     if word in other or _stem(word) in other_stems:
         return True
-    if len(word) >= 4:
-        for o in other:
-            if len(o) >= 4 and (o.startswith(word) or word.startswith(o)):
-                return True
-    return False
+    if len(word) < 4:
+        return False
+    if any(word[:n] in other for n in range(4, len(word))):
+        return True   # a shorter word this one starts with
+    return len(word) <= 40 and any(len(o) > len(word) and o.startswith(word) for o in other)
 
 
 def _coverage(ca: list[tuple[int, str]], cb: list[tuple[int, str]]) -> list[bool]:
@@ -625,7 +640,7 @@ def lexical_support(a: str, b: str, phrase_similarity: PhraseSimilarity | None =
     ca, cb = _content(ta), _content(tb)
     fa, fb = _coverage(ca, cb), _coverage(cb, ca)
     support = _support(ca, fa, cb, fb)
-    if phrase_similarity is None or support >= SUPPORT_MIN:
+    if phrase_similarity is None or support >= SUPPORT_MIN or max(len(ta), len(tb)) > LONG:
         return support
     names = _names(a) | _names(b)
     candidates = []
@@ -739,14 +754,8 @@ def changed_fact(older: str, newer: str, phrase_similarity: PhraseSimilarity | N
             return verdict
     flip = tb < ta  # the order and slot checks run on a canonical order: symmetric by construction
     x, y = (newer, older) if flip else (older, newer)
-    verdict = _order_check(x, y)
-    if not verdict.changed and ta != tb:
+    long = max(len(ta), len(tb)) > LONG
+    verdict = SAME if long else _order_check(x, y)
+    if not verdict.changed and ta != tb and not long:
         verdict = _substitution_check(tokens(x), tokens(y), _names(x) | _names(y), phrase_similarity)
     return _flip(verdict) if verdict.changed and flip else verdict
-
-
-def is_duplicate(older: str, newer: str, cosine: float, threshold: float = 0.90, support_min: float = SUPPORT_MIN,
-                 phrase_similarity: PhraseSimilarity | None = None) -> bool:
-    """The full semantic-tier rule: cosine high enough, no changed fact, enough shared content."""
-    return (cosine >= threshold and not changed_fact(older, newer, phrase_similarity).changed
-            and lexical_support(older, newer, phrase_similarity) >= support_min)

@@ -17,7 +17,7 @@ before through under until up down out off over while because since though altho
 """.split())
 
 NEGATORS = frozenset("""
-not no never none nobody nothing nowhere neither nor cannot without n't unless unable
+not no never none nobody nothing nowhere neither nor cannot without n't unless unable non
 dont doesnt didnt isnt arent wasnt werent cant couldnt wouldnt shouldnt wont hasnt havent hadnt mustnt
 """.split())
 # Verbs that negate what follows: "drop Python 3.8 support" = "Python 3.8 is no longer supported",
@@ -26,8 +26,15 @@ PRIVATIVE = frozenset("""
 fail fails failed failing refuse refuses refused refusing decline declines declined declining deny denies denied
 lack lacks lacked lacking disable disables disabled disabling deprecate deprecates deprecated drop drops dropped
 dropping remove removes removed removing stop stops stopped stopping avoid avoids avoided avoiding unsupported
-discontinue discontinued forbid forbids forbidden prohibit prohibited ban banned
+discontinue discontinued forbid forbids forbidden prohibit prohibited ban banned refrain refrains refrained
 """.split())
+# Phrases that negate what they govern as much as "not" does (issue 23): "use X instead of Y" = "use X, not Y".
+# Pairs (word, next word) and triples (previous, word, next); "without" is a NEGATOR, "avoid" and "refrain"
+# PRIVATIVE. "prefer X over Y" negates Y too: "over" within a few words after one of PREFERENCE.
+NEGATION_PHRASES = frozenset({("instead", "of"), ("rather", "than"), ("other", "than"), ("in", "place", "of")})
+PREFERENCE = frozenset("prefer prefers preferred preferring favor favors favour favours".split())
+# Negators that do not negate here: "nothing but X" = "only X", "not only", "not just", "no doubt", "no matter".
+NOT_NEGATING = frozenset({("nothing", "but"), ("not", "only"), ("not", "just"), ("no", "doubt"), ("no", "matter")})
 
 NUMBER_WORDS = {
     "zero": 0, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
