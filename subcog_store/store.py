@@ -24,6 +24,7 @@ from subcog_store.db.memories import Memory, urn
 from subcog_store.db.sqlfiles import q
 from subcog_store.dedup.check import CheckInputs, CheckResult, apply_guard, check_row, exact_tier, guard_floor, \
     run_check
+from subcog_store.dedup.outdated import Outdated, find_outdated, link_outdated
 from subcog_store.dedup.rule import PhraseSimilarity
 from subcog_store.errors import DatabaseError, InvalidInput, NotFound, SubcogError
 from subcog_store.inputs import CaptureRequest, Prepared, prepare, validate_content
@@ -237,13 +238,16 @@ class Store:
                 vector = self.embed(plan.content, p.content_hash if plan.content == p.content else None)
             except Exception as e:  # fail open: store without a vector; doctor reports it, reembed fixes it
                 plan.warnings.append(f"not embedded: {type(e).__name__}: {e}")
+        # changed facts by subject: the older memories of the project this one outdates (dedup/outdated.py)
+        found = find_outdated(self.con, vector, p.content, p.domain, p.created_at or iso(inputs.now)) \
+            if plan.store and vector is not None and plan.content == p.content else []
         try:
-            return self._apply(p, inputs, check, plan, vector)
+            return self._apply(p, inputs, check, plan, vector, found)
         except apsw.BusyError:
             raise DatabaseError(f"{self.path}: the database is locked by another process") from None
 
     def _apply(self, p: Prepared, inputs: CheckInputs, check: CheckResult, plan: "Plan",
-               vector: "np.ndarray | None") -> CaptureResult:
+               vector: "np.ndarray | None", found: list["Outdated"] = ()) -> CaptureResult:
         now = iso(inputs.now)
         con = self.con
         undo = writer.Undo(candidate=p.candidate())
@@ -270,7 +274,8 @@ class Store:
                 undo.expect(memory_id, "active", None)
                 if plan.decision == "changed_fact" and plan.matched and not plan.retire:
                     old = writer.get(con, plan.matched.memory_id)
-                    if old is not None and old.status == "active":  # kept, marked as outdated by its successor
+                    if old is not None and old.status == "active" and not old.successor_id and \
+                            old.created_at <= (p.created_at or now):  # kept, marked as outdated by its successor
                         undo.before.append(writer.link_successor(con, old.id, memory_id, now))
                         undo.expect(old.id, "active", memory_id)
                         outdated.append(old.id)
@@ -284,6 +289,10 @@ class Store:
                 matched_content=plan.matched.content if plan.matched else None, similarity=plan.similarity,
                 memory_id=memory_id, reasoning=plan.reasoning, confirmed=plan.decision in ("hash_exact", "stored"),
                 undo=undo, members=writer.members(outdated, "outdated")))
+            if memory_id and found:
+                outdated += link_outdated(con, [o for o in found if o.memory_id not in outdated],
+                                          memory_id=memory_id, domain=p.domain, namespace=p.namespace,
+                                          content=p.content, content_hash=p.content_hash, now=now)
         result_urn = urn(p.domain, p.namespace, memory_id) if memory_id else check.matched_urn
         return CaptureResult(plan.store, plan.decision, memory_id or check.matched_memory_id, result_urn, check,
                              decision_id, list(plan.retire), plan.reasoning, plan.warnings, outdated, p.redacted)

@@ -239,7 +239,7 @@ def test_one_capture_runs_exactly_these_statements(store) -> None:
     names = [named.get(s, s) for s in seen]
     assert names == [
         "begin", "find_exact_match", "find_semantic_candidates", "find_recent_capture", "commit",
-        "begin immediate", "pragma defer_foreign_keys = on", "find_exact_match", "get_memory",
+        "outdated_candidates", "begin immediate", "pragma defer_foreign_keys = on", "find_exact_match", "get_memory",
         "insert_memory", "insert_vector", "insert_bits", "log_bits", "insert_recent_capture", "insert_check",
         "log_decision", "commit"]
 

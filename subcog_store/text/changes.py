@@ -1,0 +1,393 @@
+"""Changed facts found by subject: does a newer memory give another value or choice for what an older one is about?
+
+`supersedes(older, newer)` answers with a `Change` (why, the subject, the old and the new value) or None. It
+is the judgement of the store's "changed facts by subject" detector (`dedup/outdated.py` finds the candidates
+and links them); capture calls it through the store, and anyone may call it on two texts. The caller decides
+that the two are about the same project and close enough in meaning to compare (the store: cosine >= 0.5).
+
+A change is one of (first that applies):
+- `replaced`: the newer names an older value as what it replaces ("moved from Redux Toolkit to Zustand",
+  "Zustand instead of Redux", "no longer uses RabbitMQ") and states a new one (or only retires the old);
+- `version`: the same named thing at another version ("PostGIS 3.4" / "PostGIS 3.5 with ...");
+- `value`: the same slot (shared subject words, the same kind of quantity) with another number
+  ("refresh token 60 days" / "refresh tokens now expire after 90 days");
+- `choice`: replacement language ("switched to", "moved ... to", "no longer", "upgraded", "raised ... to",
+  "replaced by", "now uses" ...) with a name the older lacks, where the older has a name the newer lacks,
+  about the same subject ("we use Redux Toolkit for global state" / "we moved global state to Zustand");
+- `slot`: the same sentence around one name swapped for another ("RabbitMQ as the broker" / "Amazon SQS as the
+  broker"), with enough shared context on both sides.
+Never a change: two subjects told apart by their qualifiers ("the billing service ... 30 s timeout" / "the auth
+service ... 5 s timeout": one head word, another word in front of it in each), nothing shared but generic
+words, or no value that differs. The rules and word lists were written from the issue's examples and the
+capture labels' in-session corrections; which data checked them is in bench/recall/RESULTS.md.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+from functools import lru_cache
+
+from subcog_store.text.guard_words import NUMBER_WORDS, STOPWORDS, UNITS
+
+__all__ = ["Change", "supersedes"]
+
+SLOT_CONTEXT = 4       # shared content words around a swapped name (the guard's SLOT_CONTEXT)
+SUBJECT_MIN = 2        # shared subject words a value or choice change needs
+NO_LONGER_SUBJECT = 3  # ... and a bare "no longer" without a new value
+CUE_WINDOW = 6         # tokens after a replacement cue in which the replaced value is named
+
+_TOKEN = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|[@$€£]?[\w][\w.+#/@:-]*[\w+#%]|[\w%]", re.UNICODE)
+_NUMBER = re.compile(r"^(v)?(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)*)([a-zµ%]+)?$", re.IGNORECASE)
+MAX_CHARS = 2000       # a text is judged on its first 2,000 characters (memories are a few sentences)
+
+# Replacement language (in the newer text, not already in the older): verbs of change with their particle.
+_CUES = re.compile(r"""\b(?:
+    (?:switch|switched|switching|move|moved|moving|migrate|migrated|migrating|ported)
+        \b[^.;]{0,40}?\b(?:to|from|over|off|onto|away)\b
+  | (?:upgrade|upgraded|upgrading|downgrade|downgraded|bump|bumped|bumping|raise|raised|raising|lower|lowered
+      |lowering|increase|increased|increasing|decrease|decreased|decreasing|reduce|reduced|reducing|cut|extend
+      |extended|shorten|shortened|change|changed|changing|update|updated)\b[^.;]{0,40}?\bto\b
+  | (?:upgraded|bumped|replaced|replaces|replacing|swapped|swap|dropped|removed|retired|deprecated|abandoned
+      |ditched|superseded|reverted|rolled\s+back|went\s+back|no\s+longer|stopped\s+using|instead\s+of|in\s+place\s+of
+      |not\s+\w+\s+any\s?more|any\s?more|from\s+now\s+on|nowadays|these\s+days|previously|formerly|used\s+to)
+  | (?:is|are|was|were|has\s+been|have\s+been)\s+now | now\s+(?:use|uses|using|run|runs|live|lives|go|goes|point
+      |points|default|defaults|expire|expires|take|takes|is|are|has|have|keep|keeps|come|comes|sit|sits|happen
+      |happens|allow|allows|cap|caps|limit|limits|require|requires|ship|ships|store|stores|hold|holds)
+  | new\s+(?:default|limit|value|version|setting)
+)\b""", re.IGNORECASE | re.VERBOSE)
+# After these the replaced (old) value follows; before "replaced by" / "is gone" it precedes.
+_OLD_AFTER = re.compile(r"\b(?:from|instead\s+of|in\s+place\s+of|replaced|replacing|replaces|swapped\s+out|dropped"
+                        r"|removed|retired|deprecated|ditched|abandoned|no\s+longer(?:\s+\w+)?|stopped\s+using"
+                        r"|rather\s+than|off|away\s+from|over)\b", re.IGNORECASE)
+_OLD_BEFORE = re.compile(r"\b(?:(?:was|were|is|are|has\s+been|have\s+been|got)\s+(?:replaced|dropped|removed|retired"
+                         r"|deprecated|superseded)|is\s+gone|are\s+gone|went\s+away)\b", re.IGNORECASE)
+_NEGATING = re.compile(r"\b(?:no\s+longer|stopped\s+using|not\s+\w+\s+any\s?more|dropped|removed|retired"
+                       r"|deprecated)\b", re.IGNORECASE)
+
+# Words that say nothing about what a fact is about: a subject needs more than these.
+GENERIC = frozenset("""
+use uses used using run runs ran running set sets now new old current currently default value values thing
+things way make makes made get gets got go goes went keep keeps kept put take takes took need needs needed want
+wants one two three also still just always never every each per via instead rather back over away off since
+team project code app we our they it its switch switched move moved change changed update updated upgrade
+upgraded bump bumped raise raised lower lowered increase increased decrease decreased reduce reduced replace
+replaced replaces drop dropped remove removed longer anymore today earlier later previously formerly because
+reason due so which fine good better best work works working worked like
+""".split())
+_DIMENSION = {"ns": ("time", 1e-9), "us": ("time", 1e-6), "ms": ("time", 1e-3), "second": ("time", 1.0),
+              "minute": ("time", 60.0), "hour": ("time", 3600.0), "day": ("time", 86400.0),
+              "week": ("time", 604800.0), "month": ("time", 2592000.0), "year": ("time", 31536000.0),
+              "byte": ("size", 1.0), "kb": ("size", 1e3), "mb": ("size", 1e6), "gb": ("size", 1e9),
+              "tb": ("size", 1e12)}
+
+
+@dataclass(frozen=True)
+class Change:
+    """Why a newer memory outdates an older one."""
+
+    reason: str          # replaced | version | value | choice | slot
+    subject: str         # the shared words that name what both are about
+    old: str             # the older value or choice
+    new: str             # the newer one ("" when the newer only retires the old)
+
+    def describe(self) -> str:
+        """One line for the decision log: "changed by subject (value): 60 days -> 90 days [refresh token]"."""
+        arrow = f"{self.old} -> {self.new}" if self.new else f"{self.old} no longer"
+        return f"changed by subject ({self.reason}): {arrow} [{self.subject}]"
+
+
+@dataclass(frozen=True)
+class _Token:
+    text: str            # as written
+    low: str             # lower case
+    stem: str
+    kind: str            # word | stop | name | number
+    quantity: tuple[str, float] | None = None   # (dimension, value in base units) for numbers with a unit
+    clause: int = 0
+
+
+@dataclass(frozen=True)
+class _Text:
+    tokens: tuple[_Token, ...]
+    raw: str
+
+    @property
+    def content(self) -> list[_Token]:
+        return [t for t in self.tokens if t.kind != "stop"]
+
+    def stems(self) -> set[str]:
+        return {t.stem for t in self.tokens if t.kind in ("word", "name")}
+
+    def names(self) -> set[str]:
+        return {t.low for t in self.tokens if t.kind == "name"}
+
+
+def _stem(word: str) -> str:
+    """Light suffix stripping: plurals and simple verb forms (token/tokens, cache/cached/caching)."""
+    if len(word) <= 3 or any(c.isdigit() for c in word):
+        return word
+    for suffix in ("ies", "ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            if suffix == "s" and word.endswith(("ss", "us", "is")):
+                continue
+            word = word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+            break
+    return word[:-1] if len(word) >= 5 and word.endswith("e") else word
+
+
+_ISO_DATE = re.compile(r"^(19|20)\d\d-\d\d(-\d\d)?$")
+_EVERY = {"hourly": 3600.0, "daily": 86400.0, "nightly": 86400.0, "weekly": 604800.0, "monthly": 2592000.0}
+_CLAUSE = re.compile(r"[;,.!?]\s|\s(?:and|but|while|whereas|so)\s|\s[-\u2013\u2014]+\s")
+
+
+@lru_cache(maxsize=4096)
+def _parse(text: str) -> _Text:
+    raw = [m.group(0) for m in _TOKEN.finditer(text)]
+    clause_of = _clauses(text)
+    out: list[_Token] = []
+    for i, tok in enumerate(raw):
+        low = tok.lower().rstrip(".,:")
+        prev = raw[i - 1].lower() if i else ""
+        nxt = raw[i + 1].lower().rstrip(".,:") if i + 1 < len(raw) else ""
+        m = _NUMBER.match(low)
+        if _ISO_DATE.match(low):
+            out.append(_Token(tok, low, low, "number", ("date", float(low[:4] + low[5:7] + (low[8:10] or "00")))))
+        elif low in _EVERY or (prev == "every" and low in UNITS and UNITS[low] in _DIMENSION):
+            seconds = _EVERY.get(low) or _DIMENSION[UNITS[low]][1]
+            out.append(_Token(tok, low, low, "number", ("time", seconds)))
+        elif m or low in NUMBER_WORDS and low not in ("one", "first", "second", "single", "once", "half", "double"):
+            value = float(m.group(2).replace(",", "")) if m and m.group(2).count(".") <= 1 else None
+            if m is None:
+                value = float(NUMBER_WORDS[low])
+            unit = UNITS.get(m.group(3)) if m and m.group(3) else UNITS.get(nxt)
+            quantity = None
+            if value is not None and unit in _DIMENSION:
+                dim, scale = _DIMENSION[unit]
+                quantity = (dim, value * scale)
+            elif value is not None and unit:
+                quantity = (unit, value)
+            elif value is not None:   # a count: of the noun after it ("6 replicas"), else of what precedes
+                noun = nxt if nxt and nxt not in STOPWORDS and not _NUMBER.match(nxt) else ""
+                quantity = ("of " + _stem(noun) if noun else "", value)
+            out.append(_Token(tok, low.replace(",", ""), low, "number", quantity))
+        elif low in STOPWORDS or len(low) < 2:
+            out.append(_Token(tok, low, low, "stop"))
+        elif (i > 0 and tok[0].isupper()) or _identifier(tok):
+            out.append(_Token(tok, low, low, "name"))
+        else:
+            out.append(_Token(tok, low, _stem(low), "word"))
+    tokens = tuple(_Token(t.text, t.low, t.stem, t.kind, t.quantity, clause_of[i]) for i, t in enumerate(out))
+    return _Text(tokens, text)
+
+
+def _identifier(tok: str) -> bool:
+    """camelCase, ALLCAPS2, snake_case, a.dotted/path, v2beta: written as an identifier, not a word."""
+    return sum(c.isupper() for c in tok) >= 2 or any(c in "_./:@#+" for c in tok) or \
+        (any(c.isdigit() for c in tok) and any(c.isalpha() for c in tok)) or \
+        any(x.islower() and y.isupper() for x, y in zip(tok, tok[1:]))
+
+
+def _clauses(text: str) -> list[int]:
+    """The clause number of each token (clauses end at ; , . and, but, a dash ...)."""
+    bounds = [m.start() for m in _CLAUSE.finditer(text + " ")]
+    out, k = [], 0
+    for m in _TOKEN.finditer(text):
+        while k < len(bounds) and bounds[k] < m.start():
+            k += 1
+        out.append(k)
+    return out
+
+
+def _subject(a: _Text, b: _Text) -> list[str]:
+    """Shared words that can name a subject (not generic, not numbers), in the newer text's order."""
+    shared = a.stems() & b.stems()
+    seen, words = set(), []
+    for t in b.tokens:
+        if t.stem in shared and t.stem not in GENERIC and t.kind in ("word", "name") and t.stem not in seen \
+                and t.low not in UNITS:
+            seen.add(t.stem)
+            words.append(t.low)
+    return words
+
+
+def _qualifier_conflict(a: _Text, b: _Text, subject: list[str]) -> str | None:
+    """Two subjects told apart by what stands in front of one head word ("billing service" / "auth service")."""
+    def before(text: _Text) -> dict[str, set[str]]:
+        found: dict[str, set[str]] = {}
+        toks = [t for t in text.tokens if t.low not in ("the", "a", "an", "our", "its", "their", "this", "that")]
+        for i in range(1, len(toks)):
+            prev, head = toks[i - 1], toks[i]
+            if head.kind in ("word", "name") and prev.kind in ("word", "name") and prev.stem not in GENERIC:
+                found.setdefault(head.stem, set()).add(prev.stem)
+        return found
+
+    heads = {t.stem for t in b.tokens if t.low in subject}
+    qa, qb = before(a), before(b)
+    sa, sb = a.stems(), b.stems()
+    for head in heads:
+        xa, xb = qa.get(head, set()), qb.get(head, set())
+        if xa and xb and not (xa & xb):
+            only_a, only_b = xa - sb, xb - sa
+            if only_a and only_b:
+                return f"{sorted(only_a)[0]} {head} / {sorted(only_b)[0]} {head}"
+    return None
+
+
+def _cue(older: _Text, newer: _Text) -> re.Match | None:
+    """Replacement language in the newer text that the older does not already use."""
+    old_cues = {m.group(0).lower().split()[0] for m in _CUES.finditer(older.raw)}
+    for m in _CUES.finditer(newer.raw):
+        if m.group(0).lower().split()[0] not in old_cues:
+            return m
+    return None
+
+
+def _named_as_replaced(older: _Text, newer: _Text) -> str | None:
+    """An older name or value that the newer text names as what was replaced or retired."""
+    old_values = {t.low for t in older.tokens if t.kind == "name"} | \
+        {t.stem for t in older.tokens if t.kind == "word" and t.stem not in GENERIC}
+    toks = newer.tokens
+    text = newer.raw
+    for m in _OLD_AFTER.finditer(text):
+        start = len(_TOKEN.findall(text[: m.end()]))
+        for t in toks[start: start + CUE_WINDOW]:
+            if t.kind == "name" and t.low in old_values:
+                return t.text
+            if t.kind == "stop" and t.low in (".", ";"):
+                break
+    for m in _OLD_BEFORE.finditer(text):
+        end = len(_TOKEN.findall(text[: m.start()]))
+        for t in reversed(toks[max(0, end - CUE_WINDOW): end]):
+            if t.kind == "name" and t.low in old_values:
+                return t.text
+    return None
+
+
+def _versions(text: _Text) -> dict[str, set[str]]:
+    """name -> the versions written after it ("PostGIS 3.5", "Node to 20.11", "Python v3.12")."""
+    out: dict[str, set[str]] = {}
+    toks = text.tokens
+    for i, t in enumerate(toks):
+        if t.kind != "number" or (t.quantity and t.quantity[0]):
+            continue   # a quantity with a unit is a value, not a version
+        j = i - 1
+        while j >= 0 and i - j <= 3 and toks[j].low in ("to", "from", "at", "on", "is", "v", "version"):
+            j -= 1
+        if j >= 0 and i - j <= 3 and toks[j].kind == "name":
+            out.setdefault(toks[j].low, set()).add(t.low.lstrip("v"))
+    return out
+
+
+def _quantities(text: _Text) -> dict[str, set[float]]:
+    out: dict[str, set[float]] = {}
+    for t in text.tokens:
+        if t.quantity is not None:
+            out.setdefault(t.quantity[0], set()).add(t.quantity[1])
+    return out
+
+
+def _number_slot(a: _Text, b: _Text) -> tuple[str, str] | None:
+    """A quantity of one kind whose value differs, in clauses that share SUBJECT_MIN subject words (or in two
+    texts that differ in nothing else): (old, new) as written."""
+    qa, qb = _quantities(a), _quantities(b)
+    only_numbers = _only_numbers_differ(a, b)
+    for dim in qa.keys() & qb.keys():
+        old, new = qa[dim] - qb[dim], qb[dim] - qa[dim]
+        if not (old and new) or (not dim and not only_numbers):
+            continue   # a bare number with nothing to count is a slot only when nothing else differs
+        pairs = [(len(_clause_words(a, i) & _clause_words(b, j)), i, j)
+                 for i in _where(a, dim, old) for j in _where(b, dim, new)]
+        shared, i, j = max(pairs)
+        if shared >= SUBJECT_MIN or only_numbers:
+            return _say(a, i), _say(b, j)
+    return None
+
+
+def _only_numbers_differ(a: _Text, b: _Text) -> bool:
+    """The two texts differ in numbers (and their units) only."""
+    ca, cb = a.content, b.content
+    sm = SequenceMatcher(a=[t.stem for t in ca], b=[t.stem for t in cb], autojunk=False)
+    for op, i1, i2, j1, j2 in sm.get_opcodes():
+        if op != "equal" and not all(t.kind == "number" or t.low in UNITS for t in ca[i1:i2] + cb[j1:j2]):
+            return False
+    return True
+
+
+def _clause_words(text: _Text, i: int) -> set[str]:
+    """The subject words of the clause token i stands in."""
+    clause = text.tokens[i].clause
+    return {t.stem for t in text.tokens if t.clause == clause and t.kind in ("word", "name")
+            and t.stem not in GENERIC and t.low not in UNITS}
+
+
+def _where(text: _Text, dim: str, values: set[float]) -> list[int]:
+    return [i for i, t in enumerate(text.tokens) if t.quantity and t.quantity[0] == dim and t.quantity[1] in values]
+
+
+def _say(text: _Text, i: int) -> str:
+    toks = text.tokens
+    nxt = toks[i + 1].text if i + 1 < len(toks) and toks[i + 1].low in UNITS else ""
+    return f"{toks[i].text} {nxt}".strip()
+
+
+def _slot_swap(a: _Text, b: _Text) -> tuple[str, str] | None:
+    """One name (or run of names) swapped for another with SLOT_CONTEXT shared content words around it."""
+    ca, cb = [t for t in a.content], [t for t in b.content]
+    sm = SequenceMatcher(a=[t.stem for t in ca], b=[t.stem for t in cb], autojunk=False)
+    swaps = [op for op in sm.get_opcodes() if op[0] != "equal"]
+    if len(swaps) != 1 or swaps[0][0] != "replace":
+        return None
+    _, i1, i2, j1, j2 = swaps[0]
+    old, new = ca[i1:i2], cb[j1:j2]
+    if len(old) > 3 or len(new) > 3 or not all(t.kind == "name" for t in old + new):
+        return None
+    if sum(1 for t in cb if t.stem in {x.stem for x in ca}) < SLOT_CONTEXT:
+        return None
+    return " ".join(t.text for t in old), " ".join(t.text for t in new)
+
+
+def supersedes(older: str, newer: str) -> Change | None:
+    """The change by which `newer` outdates `older` (same subject, another value or choice), or None.
+
+    Both are memory texts of one project, `older` stated before `newer`. Deterministic, no model, about 0.1 ms.
+    See the module docstring for the five kinds of change and what is never one.
+    """
+    a, b = _parse(" ".join(older[:MAX_CHARS].split())), _parse(" ".join(newer[:MAX_CHARS].split()))
+    if not a.tokens or not b.tokens or a.raw.lower() == b.raw.lower():
+        return None
+    subject = _subject(a, b)
+    subject_text = " ".join(subject[:4])
+    cue = _cue(a, b)
+    if cue is not None:
+        named = _named_as_replaced(a, b)
+        if named:
+            new_names = [t.text for t in b.tokens if t.kind == "name" and t.low not in a.names()]
+            if new_names or _NEGATING.search(b.raw):
+                return Change("replaced", subject_text or named, named, new_names[0] if new_names else "")
+    if not subject:
+        return None
+    conflict = _qualifier_conflict(a, b, subject)
+    if conflict:
+        return None
+    va, vb = _versions(a), _versions(b)
+    for name in va.keys() & vb.keys():
+        new = vb[name] - va[name]
+        if new and (va[name] - vb[name] or cue):
+            return Change("version", name, f"{name} {sorted(va[name])[0]}", f"{name} {sorted(new)[0]}")
+    slot = _number_slot(a, b)
+    if slot:
+        return Change("value", subject_text, *slot)
+    if cue is not None and len(subject) >= SUBJECT_MIN:
+        old_names = [t.text for t in a.tokens if t.kind == "name" and t.low not in b.names()]
+        after_cue = b.tokens[len(_TOKEN.findall(b.raw[: cue.start()])):][: len(_TOKEN.findall(cue.group(0)))
+                                                                          + CUE_WINDOW]
+        new_names = [t.text for t in after_cue if t.kind == "name" and t.low not in a.names()]
+        if old_names and new_names:
+            return Change("choice", subject_text, old_names[0], new_names[0])
+        if _NEGATING.search(b.raw) and not _NEGATING.search(a.raw) and len(subject) >= NO_LONGER_SUBJECT:
+            return Change("replaced", subject_text, subject_text, "")
+    swap = _slot_swap(a, b)
+    if swap:
+        return Change("slot", subject_text, *swap)
+    return None
