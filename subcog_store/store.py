@@ -240,7 +240,7 @@ class Store:
                 plan.warnings.append(f"not embedded: {type(e).__name__}: {e}")
         # changed facts by subject: the older memories of the project this one outdates (dedup/outdated.py)
         found = find_outdated(self.con, vector, p.content, p.domain, p.created_at or iso(inputs.now)) \
-            if plan.store and vector is not None and plan.content == p.content else []
+            if plan.store and vector is not None and plan.content == p.content and self.settings.dedup_enabled else []
         try:
             return self._apply(p, inputs, check, plan, vector, found)
         except apsw.BusyError:

@@ -79,8 +79,8 @@ def link_outdated(con: "apsw.Connection", found: list[Outdated], *, memory_id: s
         if current is None or current.status != "active" or current.successor_id:
             continue   # changed since it was found
         outdated, successor = (memory_id, old.memory_id) if old.newer else (old.memory_id, memory_id)
-        if writer.get(con, outdated).successor_id:
-            continue   # the new memory is already outdated by another
+        if writer.get(con, outdated).successor_id or _leads_to(con, successor, outdated):
+            continue   # already outdated by another, or the link would close a loop
         undo = writer.Undo(candidate=None)
         undo.before.append(writer.link_successor(con, outdated, successor, now))
         undo.expect(outdated, "active", successor)
@@ -91,3 +91,15 @@ def link_outdated(con: "apsw.Connection", found: list[Outdated], *, memory_id: s
             reasoning=old.change.describe(), undo=undo, members=writer.members([outdated], "outdated")))
         linked.append(outdated)
     return linked
+
+
+def _leads_to(con: "apsw.Connection", start: str, target: str, limit: int = 64) -> bool:
+    """Whether following successor links from `start` reaches `target` (a link to it would make a loop)."""
+    seen, current = set(), start
+    while current and current not in seen and len(seen) < limit:
+        if current == target:
+            return True
+        seen.add(current)
+        memory = writer.get(con, current)
+        current = memory.successor_id if memory else None
+    return False
