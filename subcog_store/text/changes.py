@@ -37,7 +37,8 @@ SUBJECT_MIN = 2        # shared subject words a value or choice change needs
 NO_LONGER_SUBJECT = 3  # ... and a bare "no longer" without a new value
 CUE_WINDOW = 6         # tokens after a replacement cue in which the replaced value is named
 
-_TOKEN = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|[@$€£]?[\w][\w.+#/@:-]*[\w+#%]|[\w%]", re.UNICODE)
+_TOKEN = re.compile(r"'[^'\s]{1,40}'|\"[^\"\s]{1,40}\"|(?<!\S)/[^/\s]{1,40}/(?!\w)|\d{1,3}(?:,\d{3})+(?:\.\d+)?"
+                    r"|(?<!\w)\.(?=\w)[\w.+#/@:-]*[\w+#%]|[@$€£]?[\w][\w.+#/@:-]*[\w+#%]|[\w%]", re.UNICODE)
 _NUMBER = re.compile(r"^(v)?(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)*)([a-zµ%]+)?$", re.IGNORECASE)
 MAX_CHARS = 2000       # a text is judged on its first 2,000 characters (memories are a few sentences)
 
@@ -51,17 +52,20 @@ _CUES = re.compile(r"""\b(?:
   | (?:upgraded|bumped|replaced|replaces|replacing|swapped|swap|dropped|removed|retired|deprecated|abandoned
       |ditched|superseded|reverted|rolled\s+back|went\s+back|no\s+longer|stopped\s+using|instead\s+of|in\s+place\s+of
       |not\s+\w+\s+any\s?more|any\s?more|from\s+now\s+on|nowadays|these\s+days|previously|formerly|used\s+to)
-  | (?:is|are|was|were|has\s+been|have\s+been)\s+now | now\s+(?:use|uses|using|run|runs|live|lives|go|goes|point
-      |points|default|defaults|expire|expires|take|takes|is|are|has|have|keep|keeps|come|comes|sit|sits|happen
-      |happens|allow|allows|cap|caps|limit|limits|require|requires|ship|ships|store|stores|hold|holds)
+  | (?:is|are|was|were|has\s+been|have\s+been)\s+now | now\s+(?!on\b|and\b|or\b|that\b|the\b)[a-z]+
   | new\s+(?:default|limit|value|version|setting)
 )\b""", re.IGNORECASE | re.VERBOSE)
 # After these the replaced (old) value follows; before "replaced by" / "is gone" it precedes.
-_OLD_AFTER = re.compile(r"\b(?:from|instead\s+of|in\s+place\s+of|replaced|replacing|replaces|swapped\s+out|dropped"
+_OLD_AFTER = re.compile(r"\b(?:from(?=\s+\S+(?:\s+\S+){0,3}\s+to\b)|instead\s+of|in\s+place\s+of|replaced|replacing|replaces|swapped\s+out|dropped"
                         r"|removed|retired|deprecated|ditched|abandoned|no\s+longer(?:\s+\w+)?|stopped\s+using"
                         r"|rather\s+than|off|away\s+from|over)\b", re.IGNORECASE)
 _OLD_BEFORE = re.compile(r"\b(?:(?:was|were|is|are|has\s+been|have\s+been|got)\s+(?:replaced|dropped|removed|retired"
-                         r"|deprecated|superseded)|is\s+gone|are\s+gone|went\s+away)\b", re.IGNORECASE)
+                         r"|deprecated|superseded|deleted)|is\s+gone|are\s+gone|went\s+away)\b", re.IGNORECASE)
+# Cues strong enough that a plain word right after them names the replaced thing ("instead of batches").
+_STRONG = re.compile(r"instead|in\s+place|replac|no\s+longer|stopped|rather|away|dropped|removed|retired|deprecated"
+                     r"|ditched|abandoned|swapped|(?:was|were|is|are|has|have|got)\b", re.IGNORECASE)
+# After these cues the new value follows ("moved to X", "now uses X"); before "instead of" it precedes.
+_NEW_BEFORE = re.compile(r"\b(?:instead\s+of|in\s+place\s+of|rather\s+than)\b", re.IGNORECASE)
 _NEGATING = re.compile(r"\b(?:no\s+longer|stopped\s+using|not\s+\w+\s+any\s?more|dropped|removed|retired"
                        r"|deprecated)\b", re.IGNORECASE)
 
@@ -117,7 +121,12 @@ class _Text:
         return [t for t in self.tokens if t.kind != "stop"]
 
     def stems(self) -> set[str]:
-        return {t.stem for t in self.tokens if t.kind in ("word", "name")}
+        """Word stems and names, with the parts of a dotted or snake_case name (response.json: response, json)."""
+        out = {t.stem for t in self.tokens if t.kind in ("word", "name")}
+        for t in self.tokens:
+            if t.kind == "name":
+                out.update(_stem(p) for p in re.split(r"[._/:-]+", t.low) if len(p) >= 3 and p.isalpha())
+        return out
 
     def names(self) -> set[str]:
         return {t.low for t in self.tokens if t.kind == "name"}
@@ -167,18 +176,31 @@ def _parse(text: str) -> _Text:
                 quantity = (dim, value * scale)
             elif value is not None and unit:
                 quantity = (unit, value)
-            elif value is not None:   # a count: of the noun after it ("6 replicas"), else of what precedes
-                noun = nxt if nxt and nxt not in STOPWORDS and not _NUMBER.match(nxt) else ""
+            elif value is not None:   # a count of the noun phrase after it ("6 replicas", "1,000 DNS cache entries")
+                noun = _head_noun([r for r, k in zip(raw[i + 1: i + 4], clause_of[i + 1: i + 4]) if k == clause_of[i]])
                 quantity = ("of " + _stem(noun) if noun else "", value)
             out.append(_Token(tok, low.replace(",", ""), low, "number", quantity))
         elif low in STOPWORDS or len(low) < 2:
             out.append(_Token(tok, low, low, "stop"))
-        elif (i > 0 and tok[0].isupper()) or _identifier(tok):
+        elif (i > 0 and tok[0].isupper()) or tok[0] in "'\"/." or _identifier(tok):
             out.append(_Token(tok, low, low, "name"))
         else:
             out.append(_Token(tok, low, _stem(low), "word"))
     tokens = tuple(_Token(t.text, t.low, t.stem, t.kind, t.quantity, clause_of[i]) for i, t in enumerate(out))
     return _Text(tokens, text)
+
+
+def _head_noun(following: list[str]) -> str:
+    """The last word of the noun phrase in `following` (up to a stop word or a number), lower case."""
+    head = ""
+    for tok in following:
+        low = tok.lower().rstrip(".,:;")
+        if low in STOPWORDS or _NUMBER.match(low) or low in NUMBER_WORDS or not low.isalpha():
+            break
+        head = low
+        if tok != tok.rstrip(".,:;"):
+            break
+    return head
 
 
 def _identifier(tok: str) -> bool:
@@ -204,10 +226,13 @@ def _subject(a: _Text, b: _Text) -> list[str]:
     shared = a.stems() & b.stems()
     seen, words = set(), []
     for t in b.tokens:
-        if t.stem in shared and t.stem not in GENERIC and t.kind in ("word", "name") and t.stem not in seen \
-                and t.low not in UNITS:
-            seen.add(t.stem)
-            words.append(t.low)
+        parts = [t.stem] + ([_stem(p) for p in re.split(r"[._/:-]+", t.low) if len(p) >= 3 and p.isalpha()]
+                            if t.kind == "name" else [])
+        for stem in parts:
+            if stem in shared and stem not in GENERIC and t.kind in ("word", "name") and stem not in seen \
+                    and t.low not in UNITS:
+                seen.add(stem)
+                words.append(stem if stem != t.stem else t.low)
     return words
 
 
@@ -243,39 +268,49 @@ def _cue(older: _Text, newer: _Text) -> re.Match | None:
     return None
 
 
-def _named_as_replaced(older: _Text, newer: _Text) -> str | None:
-    """An older name or value that the newer text names as what was replaced or retired."""
-    old_values = {t.low for t in older.tokens if t.kind == "name"} | \
-        {t.stem for t in older.tokens if t.kind == "word" and t.stem not in GENERIC}
-    toks = newer.tokens
-    text = newer.raw
+def _named_as_replaced(older: _Text, newer: _Text) -> tuple[str, bool] | None:
+    """An older name (or content word) that the newer text names as what was replaced or retired, and whether it
+    is a name."""
+    old_names = {t.low for t in older.tokens if t.kind == "name"}
+    old_words = {t.stem for t in older.tokens if t.kind == "word" and t.stem not in GENERIC}
+    toks, text = newer.tokens, newer.raw
+    spans = []
     for m in _OLD_AFTER.finditer(text):
         start = len(_TOKEN.findall(text[: m.end()]))
-        for t in toks[start: start + CUE_WINDOW]:
-            if t.kind == "name" and t.low in old_values:
-                return t.text
-            if t.kind == "stop" and t.low in (".", ";"):
-                break
+        spans.append((m, toks[start: start + CUE_WINDOW]))
     for m in _OLD_BEFORE.finditer(text):
         end = len(_TOKEN.findall(text[: m.start()]))
-        for t in reversed(toks[max(0, end - CUE_WINDOW): end]):
-            if t.kind == "name" and t.low in old_values:
-                return t.text
-    return None
+        spans.append((m, tuple(reversed(toks[max(0, end - CUE_WINDOW): end]))))
+    word = None
+    for (m, span) in spans:
+        for t in span:
+            if t.kind == "name" and t.low in old_names:
+                return t.text, True
+        first = next((t for t in span if t.kind != "stop"), None)   # a plain word: only right at the cue
+        if word is None and first is not None and first.kind == "word" and first.stem in old_words and \
+                _STRONG.match(m.group(0)):
+            word = first.text
+    return (word, False) if word else None
+
+
+_LINK_WORDS = frozenset("to from at on is are = v version which defaults default points set sets now of as".split())
 
 
 def _versions(text: _Text) -> dict[str, set[str]]:
-    """name -> the versions written after it ("PostGIS 3.5", "Node to 20.11", "Python v3.12")."""
+    """name -> the values written right after it: versions ("PostGIS 3.5", "Node to 20.11") and settings
+    ("IPFS_LOCAL_API_URL, which defaults to http://localhost:5001", "LmCompatibilityLevel is now 5")."""
     out: dict[str, set[str]] = {}
     toks = text.tokens
     for i, t in enumerate(toks):
-        if t.kind != "number" or (t.quantity and t.quantity[0]):
-            continue   # a quantity with a unit is a value, not a version
+        is_value = (t.kind == "number" and not (t.quantity and t.quantity[0])) or \
+            (t.kind == "name" and any(c.isdigit() for c in t.low) and any(c in ":/" for c in t.low))
+        if not is_value:
+            continue   # a quantity with a unit is a value of its own slot, not a version
         j = i - 1
-        while j >= 0 and i - j <= 3 and toks[j].low in ("to", "from", "at", "on", "is", "v", "version"):
+        while j >= 0 and i - j <= 4 and toks[j].low in _LINK_WORDS:
             j -= 1
-        if j >= 0 and i - j <= 3 and toks[j].kind == "name":
-            out.setdefault(toks[j].low, set()).add(t.low.lstrip("v"))
+        if j >= 0 and i - j <= 4 and toks[j].kind == "name" and toks[j].low != t.low:
+            out.setdefault(toks[j].low, set()).add(t.low.lstrip("v").rstrip(".,;"))
     return out
 
 
@@ -347,6 +382,24 @@ def _slot_swap(a: _Text, b: _Text) -> tuple[str, str] | None:
     return " ".join(t.text for t in old), " ".join(t.text for t in new)
 
 
+def _choice(a: _Text, b: _Text, cue: re.Match, subject: list[str]) -> tuple[str, str] | None:
+    """Replacement language followed, in its clause, by a name the older lacks ("now uses /^shared$/"), where a
+    clause of the older that shares a subject word with it holds a name the newer lacks: (old, new)."""
+    at = len(_TOKEN.findall(b.raw[: cue.start()]))
+    if at >= len(b.tokens):
+        return None
+    clause = b.tokens[at].clause
+    after = [t for t in b.tokens[at:] if t.clause == clause]
+    new_names = [t.text for t in after if t.kind == "name" and t.low not in a.names()]
+    words = {t.stem for t in b.tokens if t.clause == clause and (t.low in subject or t.stem in subject)}
+    for k in {t.clause for t in a.tokens}:
+        in_clause = [t for t in a.tokens if t.clause == k]
+        old_names = [t.text for t in in_clause if t.kind == "name" and t.low not in b.names()]
+        if old_names and new_names and any(t.stem in words or t.low in words for t in in_clause):
+            return old_names[0], new_names[0]
+    return None
+
+
 def supersedes(older: str, newer: str) -> Change | None:
     """The change by which `newer` outdates `older` (same subject, another value or choice), or None.
 
@@ -361,32 +414,29 @@ def supersedes(older: str, newer: str) -> Change | None:
     cue = _cue(a, b)
     if cue is not None:
         named = _named_as_replaced(a, b)
-        if named:
+        if named and (named[1] or len(subject) >= SUBJECT_MIN):
             new_names = [t.text for t in b.tokens if t.kind == "name" and t.low not in a.names()]
-            if new_names or _NEGATING.search(b.raw):
-                return Change("replaced", subject_text or named, named, new_names[0] if new_names else "")
+            if new_names or _NEGATING.search(b.raw) or not named[1]:
+                return Change("replaced", subject_text or named[0], named[0], new_names[0] if new_names else "")
     if not subject:
         return None
-    conflict = _qualifier_conflict(a, b, subject)
-    if conflict:
-        return None
     va, vb = _versions(a), _versions(b)
-    for name in va.keys() & vb.keys():
+    for name in va.keys() & vb.keys():   # the same named thing or setting with another value
         new = vb[name] - va[name]
         if new and (va[name] - vb[name] or cue):
             return Change("version", name, f"{name} {sorted(va[name])[0]}", f"{name} {sorted(new)[0]}")
+    if cue is not None and len(subject) >= SUBJECT_MIN and not _NEW_BEFORE.match(cue.group(0)):
+        choice = _choice(a, b, cue, subject)
+        if choice:
+            return Change("choice", subject_text, *choice)
+    if _qualifier_conflict(a, b, subject):
+        return None
     slot = _number_slot(a, b)
     if slot:
         return Change("value", subject_text, *slot)
-    if cue is not None and len(subject) >= SUBJECT_MIN:
-        old_names = [t.text for t in a.tokens if t.kind == "name" and t.low not in b.names()]
-        after_cue = b.tokens[len(_TOKEN.findall(b.raw[: cue.start()])):][: len(_TOKEN.findall(cue.group(0)))
-                                                                          + CUE_WINDOW]
-        new_names = [t.text for t in after_cue if t.kind == "name" and t.low not in a.names()]
-        if old_names and new_names:
-            return Change("choice", subject_text, old_names[0], new_names[0])
-        if _NEGATING.search(b.raw) and not _NEGATING.search(a.raw) and len(subject) >= NO_LONGER_SUBJECT:
-            return Change("replaced", subject_text, subject_text, "")
+    if cue is not None and _NEGATING.search(b.raw) and not _NEGATING.search(a.raw) and \
+            len(subject) >= NO_LONGER_SUBJECT:
+        return Change("replaced", subject_text, subject_text, "")
     swap = _slot_swap(a, b)
     if swap:
         return Change("slot", subject_text, *swap)
