@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import lru_cache
 
+from subcog_store.text.changes_words import (
+    CUES, DIMENSION, EVERY, GENERIC, LINK_WORDS, NEGATING, NEW_BEFORE, OLD_AFTER, OLD_BEFORE, STRONG)
 from subcog_store.text.guard_words import NUMBER_WORDS, STOPWORDS, UNITS
 
 __all__ = ["Change", "supersedes"]
@@ -41,50 +43,6 @@ _TOKEN = re.compile(r"'[^'\s]{1,40}'|\"[^\"\s]{1,40}\"|(?<!\S)/[^/\s]{1,40}/(?!\
                     r"|(?<!\w)\.(?=\w)[\w.+#/@:-]*[\w+#%]|[@$€£]?[\w][\w.+#/@:-]*[\w+#%]|[\w%]", re.UNICODE)
 _NUMBER = re.compile(r"^(v)?(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)*)([a-zµ%]+)?$", re.IGNORECASE)
 MAX_CHARS = 2000       # a text is judged on its first 2,000 characters (memories are a few sentences)
-
-# Replacement language (in the newer text, not already in the older): verbs of change with their particle.
-_CUES = re.compile(r"""\b(?:
-    (?:switch|switched|switching|move|moved|moving|migrate|migrated|migrating|ported)
-        \b[^.;]{0,40}?\b(?:to|from|over|off|onto|away)\b
-  | (?:upgrade|upgraded|upgrading|downgrade|downgraded|bump|bumped|bumping|raise|raised|raising|lower|lowered
-      |lowering|increase|increased|increasing|decrease|decreased|decreasing|reduce|reduced|reducing|cut|extend
-      |extended|shorten|shortened|change|changed|changing|update|updated)\b[^.;]{0,40}?\bto\b
-  | (?:upgraded|bumped|replaced|replaces|replacing|swapped|swap|dropped|removed|retired|deprecated|abandoned
-      |ditched|superseded|reverted|rolled\s+back|went\s+back|no\s+longer|stopped\s+using|instead\s+of|in\s+place\s+of
-      |not\s+\w+\s+any\s?more|any\s?more|from\s+now\s+on|nowadays|these\s+days|previously|formerly|used\s+to)
-  | (?:is|are|was|were|has\s+been|have\s+been)\s+now | now\s+(?!on\b|and\b|or\b|that\b|the\b)[a-z]+
-  | new\s+(?:default|limit|value|version|setting)
-)\b""", re.IGNORECASE | re.VERBOSE)
-# After these the replaced (old) value follows; before "replaced by" / "is gone" it precedes.
-_OLD_AFTER = re.compile(r"\b(?:from(?=\s+\S+(?:\s+\S+){0,3}\s+to\b)|instead\s+of|in\s+place\s+of|replaced|replacing|replaces|swapped\s+out|dropped"
-                        r"|removed|retired|deprecated|ditched|abandoned|no\s+longer(?:\s+\w+)?|stopped\s+using"
-                        r"|rather\s+than|off|away\s+from|over)\b", re.IGNORECASE)
-_OLD_BEFORE = re.compile(r"\b(?:(?:was|were|is|are|has\s+been|have\s+been|got)\s+(?:replaced|dropped|removed|retired"
-                         r"|deprecated|superseded|deleted)|is\s+gone|are\s+gone|went\s+away)\b", re.IGNORECASE)
-# Cues strong enough that a plain word right after them names the replaced thing ("instead of batches").
-_STRONG = re.compile(r"instead|in\s+place|replac|no\s+longer|stopped|rather|away|dropped|removed|retired|deprecated"
-                     r"|ditched|abandoned|swapped|(?:was|were|is|are|has|have|got)\b", re.IGNORECASE)
-# After these cues the new value follows ("moved to X", "now uses X"); before "instead of" it precedes.
-_NEW_BEFORE = re.compile(r"\b(?:instead\s+of|in\s+place\s+of|rather\s+than)\b", re.IGNORECASE)
-_NEGATING = re.compile(r"\b(?:no\s+longer|stopped\s+using|not\s+\w+\s+any\s?more|dropped|removed|retired"
-                       r"|deprecated)\b", re.IGNORECASE)
-
-# Words that say nothing about what a fact is about: a subject needs more than these.
-GENERIC = frozenset("""
-use uses used using run runs ran running set sets now new old current currently default value values thing
-things way make makes made get gets got go goes went keep keeps kept put take takes took need needs needed want
-wants one two three also still just always never every each per via instead rather back over away off since
-team project code app we our they it its switch switched move moved change changed update updated upgrade
-upgraded bump bumped raise raised lower lowered increase increased decrease decreased reduce reduced replace
-replaced replaces drop dropped remove removed longer anymore today earlier later previously formerly because
-reason due so which fine good better best work works working worked like
-""".split())
-_DIMENSION = {"ns": ("time", 1e-9), "us": ("time", 1e-6), "ms": ("time", 1e-3), "second": ("time", 1.0),
-              "minute": ("time", 60.0), "hour": ("time", 3600.0), "day": ("time", 86400.0),
-              "week": ("time", 604800.0), "month": ("time", 2592000.0), "year": ("time", 31536000.0),
-              "byte": ("size", 1.0), "kb": ("size", 1e3), "mb": ("size", 1e6), "gb": ("size", 1e9),
-              "tb": ("size", 1e12)}
-
 
 @dataclass(frozen=True)
 class Change:
@@ -146,7 +104,6 @@ def _stem(word: str) -> str:
 
 
 _ISO_DATE = re.compile(r"^(19|20)\d\d-\d\d(-\d\d)?$")
-_EVERY = {"hourly": 3600.0, "daily": 86400.0, "nightly": 86400.0, "weekly": 604800.0, "monthly": 2592000.0}
 _CLAUSE = re.compile(r"[;,.!?]\s|\s(?:and|but|while|whereas|so)\s|\s[-\u2013\u2014]+\s")
 
 
@@ -162,8 +119,8 @@ def _parse(text: str) -> _Text:
         m = _NUMBER.match(low)
         if _ISO_DATE.match(low):
             out.append(_Token(tok, low, low, "number", ("date", float(low[:4] + low[5:7] + (low[8:10] or "00")))))
-        elif low in _EVERY or (prev == "every" and low in UNITS and UNITS[low] in _DIMENSION):
-            seconds = _EVERY.get(low) or _DIMENSION[UNITS[low]][1]
+        elif low in EVERY or (prev == "every" and low in UNITS and UNITS[low] in DIMENSION):
+            seconds = EVERY.get(low) or DIMENSION[UNITS[low]][1]
             out.append(_Token(tok, low, low, "number", ("time", seconds)))
         elif m or low in NUMBER_WORDS and low not in ("one", "first", "second", "single", "once", "half", "double"):
             value = float(m.group(2).replace(",", "")) if m and m.group(2).count(".") <= 1 else None
@@ -171,8 +128,8 @@ def _parse(text: str) -> _Text:
                 value = float(NUMBER_WORDS[low])
             unit = UNITS.get(m.group(3)) if m and m.group(3) else UNITS.get(nxt)
             quantity = None
-            if value is not None and unit in _DIMENSION:
-                dim, scale = _DIMENSION[unit]
+            if value is not None and unit in DIMENSION:
+                dim, scale = DIMENSION[unit]
                 quantity = (dim, value * scale)
             elif value is not None and unit:
                 quantity = (unit, value)
@@ -261,8 +218,8 @@ def _qualifier_conflict(a: _Text, b: _Text, subject: list[str]) -> str | None:
 
 def _cue(older: _Text, newer: _Text) -> re.Match | None:
     """Replacement language in the newer text that the older does not already use."""
-    old_cues = {m.group(0).lower().split()[0] for m in _CUES.finditer(older.raw)}
-    for m in _CUES.finditer(newer.raw):
+    old_cues = {m.group(0).lower().split()[0] for m in CUES.finditer(older.raw)}
+    for m in CUES.finditer(newer.raw):
         if m.group(0).lower().split()[0] not in old_cues:
             return m
     return None
@@ -275,10 +232,10 @@ def _named_as_replaced(older: _Text, newer: _Text) -> tuple[str, bool] | None:
     old_words = {t.stem for t in older.tokens if t.kind == "word" and t.stem not in GENERIC}
     toks, text = newer.tokens, newer.raw
     spans = []
-    for m in _OLD_AFTER.finditer(text):
+    for m in OLD_AFTER.finditer(text):
         start = len(_TOKEN.findall(text[: m.end()]))
         spans.append((m, toks[start: start + CUE_WINDOW]))
-    for m in _OLD_BEFORE.finditer(text):
+    for m in OLD_BEFORE.finditer(text):
         end = len(_TOKEN.findall(text[: m.start()]))
         spans.append((m, tuple(reversed(toks[max(0, end - CUE_WINDOW): end]))))
     word = None
@@ -288,12 +245,11 @@ def _named_as_replaced(older: _Text, newer: _Text) -> tuple[str, bool] | None:
                 return t.text, True
         first = next((t for t in span if t.kind != "stop"), None)   # a plain word: only right at the cue
         if word is None and first is not None and first.kind == "word" and first.stem in old_words and \
-                _STRONG.match(m.group(0)):
+                STRONG.match(m.group(0)):
             word = first.text
     return (word, False) if word else None
 
 
-_LINK_WORDS = frozenset("to from at on is are = v version which defaults default points set sets now of as".split())
 
 
 def _versions(text: _Text) -> dict[str, set[str]]:
@@ -307,7 +263,7 @@ def _versions(text: _Text) -> dict[str, set[str]]:
         if not is_value:
             continue   # a quantity with a unit is a value of its own slot, not a version
         j = i - 1
-        while j >= 0 and i - j <= 4 and toks[j].low in _LINK_WORDS:
+        while j >= 0 and i - j <= 4 and toks[j].low in LINK_WORDS:
             j -= 1
         if j >= 0 and i - j <= 4 and toks[j].kind == "name" and toks[j].low != t.low:
             out.setdefault(toks[j].low, set()).add(t.low.lstrip("v").rstrip(".,;"))
@@ -416,7 +372,7 @@ def supersedes(older: str, newer: str) -> Change | None:
         named = _named_as_replaced(a, b)
         if named and (named[1] or len(subject) >= SUBJECT_MIN):
             new_names = [t.text for t in b.tokens if t.kind == "name" and t.low not in a.names()]
-            if new_names or _NEGATING.search(b.raw) or not named[1]:
+            if new_names or NEGATING.search(b.raw) or not named[1]:
                 return Change("replaced", subject_text or named[0], named[0], new_names[0] if new_names else "")
     if not subject:
         return None
@@ -425,7 +381,7 @@ def supersedes(older: str, newer: str) -> Change | None:
         new = vb[name] - va[name]
         if new and (va[name] - vb[name] or cue):
             return Change("version", name, f"{name} {sorted(va[name])[0]}", f"{name} {sorted(new)[0]}")
-    if cue is not None and len(subject) >= SUBJECT_MIN and not _NEW_BEFORE.match(cue.group(0)):
+    if cue is not None and len(subject) >= SUBJECT_MIN and not NEW_BEFORE.match(cue.group(0)):
         choice = _choice(a, b, cue, subject)
         if choice:
             return Change("choice", subject_text, *choice)
@@ -434,7 +390,7 @@ def supersedes(older: str, newer: str) -> Change | None:
     slot = _number_slot(a, b)
     if slot:
         return Change("value", subject_text, *slot)
-    if cue is not None and _NEGATING.search(b.raw) and not _NEGATING.search(a.raw) and \
+    if cue is not None and NEGATING.search(b.raw) and not NEGATING.search(a.raw) and \
             len(subject) >= NO_LONGER_SUBJECT:
         return Change("replaced", subject_text, subject_text, "")
     swap = _slot_swap(a, b)
