@@ -106,7 +106,7 @@ def _specs() -> list[Spec]:
         Spec("merge_cmd", _text, ""),
         Spec("plugin_timeout_secs", _float, 10.0, 0.1, 600.0),
         Spec("recall_enabled", _bool, True),
-        Spec("recall_min_similarity", _float, 0.37, -1.0, 1.0, help="prompt recall: the abstain gate (cosine)"),
+        Spec("recall_min_similarity", _float, 0.40, -1.0, 1.0, help="prompt recall: the abstain gate's floor (cosine)"),
         Spec("recall_min_text_match", _float, 0.40, 0.0, 1.0, help="prompt recall without the model: the gate"),
         Spec("recall_prompt_limit", _int, 3, 0, 20),
         Spec("recall_prompt_tokens", _int, 300, 0, 100_000),

@@ -81,3 +81,11 @@ select coalesce(
   (select r.embedding from retired_vectors r where r.memory_seq = m.seq)) as embedding
 from memories m
 where m.id = :id;
+
+-- name: term_document_counts
+-- How many memories hold each of the words (a JSON array), and how many memories the index holds in all.
+select
+  t.value as term,
+  coalesce((select v.doc from memories_fts_vocab v where v.term = t.value), 0) as documents,
+  (select count(*) from memories) as total
+from json_each(:terms) t;

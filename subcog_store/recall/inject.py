@@ -2,8 +2,9 @@
 
 - `start_index`: for a new, resumed or cleared session, a compact index of the project's most important current
   memories (one line each, with its URN) within SUBCOG_RECALL_START_TOKENS.
-- `prompt_context`: for a prompt, the memories that clear the abstain gate (cosine >= SUBCOG_RECALL_MIN_SIMILARITY,
-  or without the model a word match >= SUBCOG_RECALL_MIN_TEXT_MATCH), at most SUBCOG_RECALL_PROMPT_LIMIT within
+- `prompt_context`: for a prompt, the memories that clear the abstain gate (`prompt_bar`: a cosine of at least
+  SUBCOG_RECALL_MIN_SIMILARITY that stands GATE_MARGIN above the prompt's level in this store; without the model
+  a word match >= SUBCOG_RECALL_MIN_TEXT_MATCH), at most SUBCOG_RECALL_PROMPT_LIMIT within
   SUBCOG_RECALL_PROMPT_TOKENS; for most prompts nothing.
 A memory is injected once per session; memories the session captured itself stay out until it is compacted; all
 hooks of a session share SUBCOG_RECALL_SESSION_TOKENS. Every call is recorded in `recall_log` (ids, scores,
@@ -22,7 +23,7 @@ from subcog_store.clock import iso, parse_iso
 from subcog_store.db.connection import dict_rows, immediate
 from subcog_store.db.memories import Memory
 from subcog_store.db.sqlfiles import q
-from subcog_store.recall.search import DECAY_BASE, DECAY_DAYS, RECENCY_HALF_LIFE_DAYS, search
+from subcog_store.recall.search import search
 from subcog_store.text.normalize import fingerprint
 
 if TYPE_CHECKING:
@@ -32,6 +33,10 @@ PROMPT_HEADER = "Memories from earlier sessions of this project that may bear on
 CHARS_PER_TOKEN = 4
 LINE_CHARS = 200             # an index or context line is cut here
 INDEX_CANDIDATES = 200
+GATE_MARGIN = 0.14           # prompt_bar: chosen by bench/recall/gate_lab.py (train, both sets, three sizes)
+SMALL_STORE_FLOOR = 0.37     # ... a store of fewer than six memories: the earlier absolute gate
+DECAY_BASE, DECAY_DAYS = 0.95, 30.0      # the session-start index: importance decayed with age (original design)
+RECENCY_HALF_LIFE_DAYS = 180.0
 
 
 def tokens(text: str) -> int:
@@ -91,6 +96,19 @@ class SessionState:
         return max(0, min(per_call, int(store.settings.recall_session_tokens) - self.used_tokens))
 
 
+def prompt_bar(vector_scores: list[float], floor: float) -> float:
+    """The cosine a memory needs to be injected into a prompt: at least `floor`, and GATE_MARGIN above what this
+    prompt scores against the memories that are not about it, estimated from the store itself (the mean cosine
+    of the vector side's ranks 6-15; with fewer than six memories, the floor alone or SMALL_STORE_FLOOR). A fixed
+    cosine abstains less and less as a project grows (more memories, more near misses); this bar rises with the
+    store's own level. Chosen by bench/recall/gate_lab.py on TRAIN of both sets at 0, 200 and 10,000 planted
+    memories."""
+    tail = vector_scores[5:15]
+    if not tail:
+        return max(floor, SMALL_STORE_FLOOR)
+    return max(floor, sum(tail) / len(tail) + GATE_MARGIN)
+
+
 def prompt_context(store: "Store", prompt: str, domain: str, session_id: str | None, use_model: bool) -> Recall:
     """The memories relevant to a prompt that clear the abstain gate (see the module docstring)."""
     s = store.settings
@@ -101,7 +119,8 @@ def prompt_context(store: "Store", prompt: str, domain: str, session_id: str | N
     found = search(store, prompt, domain=domain, limit=max(3 * int(s.recall_prompt_limit), 10),
                    exclude=state.excluded, use_model=use_model)
     if found.method == "hybrid":
-        gate = [h for h in found.hits if (h.similarity or -1.0) >= float(s.recall_min_similarity)]
+        bar = prompt_bar(found.vector_scores, float(s.recall_min_similarity))
+        gate = [h for h in found.hits if (h.similarity or -1.0) >= bar]
     else:
         gate = [h for h in found.hits if (h.text_match or 0.0) >= float(s.recall_min_text_match)
                 and (h.text_rank is not None)]

@@ -38,7 +38,8 @@ def content_of(prompt: str) -> str:
     left (a greeting, a thank-you)."""
     text = _FRAME.sub("", prompt, count=1)
     words = [w for w in re.findall(r"\S+", text)
-             if _plain(w) not in FRAME_WORDS and _plain(w) not in SEARCH_STOPWORDS or _IDENT.fullmatch(w.strip(".,;:?!"))]
+             if _plain(w) not in FRAME_WORDS and _plain(w) not in SEARCH_STOPWORDS
+             or _IDENT.fullmatch(w.strip(".,;:?!"))]
     return " ".join(words).strip(" ,;:?!.")
 
 

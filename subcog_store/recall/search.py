@@ -1,38 +1,34 @@
-"""Search a domain's memories: hybrid retrieval, current facts first.
+"""Search a domain's memories: the prompt's meaning and its rare words, current facts first.
 
-The vec0 KNN of the query's embedding and FTS5 BM25 over its significant words are fused by reciprocal rank
-(`W_VECTOR / (RRF_K + vector rank) + 1 / (RRF_K + text rank)`), then weighted by importance decayed with age
-(`importance * 0.95 ** (age_days / 30)`, the original design's) and by recency. A memory outdated by a newer
-one (a changed fact) never ranks above its successor. Without the model the text side answers alone (`method`
-says so).
+Candidates are the vec0 KNN of the prompt's embedding (the prompt as typed: MiniLM reads a question better than
+its keywords) and the FTS5 matches of the prompt's content words (`recall.query`: no question words, no
+conversational frame); each is scored by `recall.fusion` (cosine plus the IDF-weighted share of the content
+words it holds). A memory outdated by a newer one (a changed fact) never ranks above its successor. Without the
+model the text side answers alone (`method` says so). `extra_domains` searches more scopes beside the project's
+with the same ranking (a user scope of preferences); a lower-ranked source passes its weight to
+`fusion.score`.
 """
 # Lazy imports: the secret patterns compile only when a hit is shown.
 from __future__ import annotations
 
 import json
-import math
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
-from subcog_store.clock import parse_iso
 from subcog_store.db.connection import dict_rows, read_snapshot
 from subcog_store.db.memories import Memory
 from subcog_store.db.sqlfiles import q
 from subcog_store.errors import InvalidInput
+from subcog_store.recall import fusion
+from subcog_store.recall.query import content_of, terms
 from subcog_store.text.namespaces import canonical_namespace
-from subcog_store.text.textsim import fts_query, significant_tokens
+from subcog_store.text.textsim import significant_tokens
 
 if TYPE_CHECKING:
     from subcog_store.store import Store
 
-RRF_K = 1                    # rank fusion: chosen with W_VECTOR on the train split of bench/recall/dataset
-W_VECTOR = 5.0               # the vector side counts five times the text side (a shared stray word is weak evidence)
-CANDIDATES = 50              # taken from each side before fusion
-DECAY_BASE, DECAY_DAYS = 0.95, 30.0
-RECENCY_HALF_LIFE_DAYS = 180.0
-W_IMPORTANCE = 0.5           # score x (1 + W_IMPORTANCE * (decayed importance - 0.5))
-W_RECENCY = 0.1              # score x (1 + W_RECENCY * recency)
+CANDIDATES = 50              # taken from each side
 MAX_QUERY_CHARS = 4000       # a longer query is cut (the model reads 256 tokens anyway)
 
 
@@ -46,10 +42,13 @@ class Hit:
     text_match: float | None = None      # share of the query's significant words the memory holds
     vector_rank: int | None = None
     text_rank: int | None = None
-    rrf: float = 0.0
-    importance: float = 0.0              # decayed with age
-    recency: float = 0.0
+    coverage: float = 0.0                # IDF-weighted share of the prompt's content words the memory holds
     outdated_by: str | None = None       # the newer memory that changed this fact
+    source_weight: float = 1.0           # below 1 for a lower-ranked source
+
+    @property
+    def key(self) -> str:
+        return self.memory.id
 
     def to_dict(self, explain: bool = False) -> dict:
         from subcog_store.text.redact import shown
@@ -64,8 +63,7 @@ class Hit:
                 "similarity": None if self.similarity is None else round(self.similarity, 4),
                 "vector_rank": self.vector_rank, "text_rank": self.text_rank,
                 "text_match": None if self.text_match is None else round(self.text_match, 3),
-                "rrf": round(self.rrf, 6), "importance": round(m.importance, 3),
-                "decayed_importance": round(self.importance, 4), "recency": round(self.recency, 4),
+                "coverage": round(self.coverage, 4), "importance": round(m.importance, 3),
                 "outdated_by": self.outdated_by}
         return data
 
@@ -77,6 +75,7 @@ class SearchResult:
     note: str | None = None              # e.g. why the vector side did not run
     duration_ms: float = 0.0
     candidates: dict = field(default_factory=dict)
+    vector_scores: list[float] = field(default_factory=list)   # the vector side's cosines, best first (the gate)
 
 
 def clean_query(query: object) -> str:
@@ -95,60 +94,90 @@ def clean_query(query: object) -> str:
 
 def search(store: "Store", query: str, *, domain: str, namespace: str | None = None, limit: int = 5,
            include_all: bool = False, exclude: Callable[[Memory], bool] | None = None, use_model: bool = True,
-           now: float | None = None) -> SearchResult:
-    """The `limit` best memories of `domain` for `query` (see the module docstring). `exclude(memory)` True
-    leaves a memory out (the current session's, those already injected); `use_model` False (or no model)
-    searches the text side alone; `include_all` adds superseded, merged and deleted memories."""
+           now: float | None = None, extra_domains: Sequence[str] = ()) -> SearchResult:
+    """The `limit` best memories of `domain` (and `extra_domains`) for `query` (see the module docstring).
+    `exclude(memory)` True leaves a memory out (the current session's, those already injected); `use_model` False
+    (or no model) searches the text side alone; `include_all` adds superseded, merged and deleted memories."""
     started = time.perf_counter()
     text = clean_query(query)
     ns = canonical_namespace(namespace) if namespace else None
-    now = store.clock() if now is None else now
-    vector_ids, text_ids, note = [], [], None
-    vector = None
-    if use_model and store.settings.dedup_semantic_enabled:
-        try:
-            vector = store.embed(text)
-        except Exception as e:  # noqa: BLE001 - the text side still answers
-            note = f"no vector side ({type(e).__name__})"
-        if vector is None and note is None:
-            note = f"no model ({store.embedder_error or 'not loaded'}): text side only"
-    elif use_model:
-        note = "semantic tier disabled: text side only"
-    else:
-        note = "model not loaded in this process: text side only"
+    vector, note = _embed(store, text, use_model)
+    words = list(dict.fromkeys(terms(content_of(text))))
+    vector_ids: list[tuple[str, float]] = []
+    text_ids: list[str] = []
     with read_snapshot(store.con):
-        if vector is not None:
-            params = {"embedding": vector.astype("float32").tobytes(), "k": CANDIDATES, "domain": domain}
-            if ns:   # one namespace: the semantic tier's exact scan of that partition
-                rows = [(r[0], r[2]) for r in store.con.execute(q("find_semantic_neighbours"),
-                                                                  {**params, "namespace": ns})]
-            else:
-                rows = store.con.execute(q("search_knn_domain"), params)
-            vector_ids = [(mid, float(sim)) for mid, sim in rows]
-        fts = fts_query(text)
-        if fts:
-            text_ids = [mid for mid, _ in store.con.execute(q("search_text"), {
-                "query": fts, "domain": domain, "namespace": ns, "all": int(include_all), "k": CANDIDATES})]
+        for dom in dict.fromkeys([domain, *extra_domains]):
+            if vector is not None:
+                params = {"embedding": vector.astype("float32").tobytes(), "k": CANDIDATES, "domain": dom}
+                if ns:   # one namespace: the semantic tier's exact scan of that partition
+                    rows = [(r[0], r[2]) for r in store.con.execute(q("find_semantic_neighbours"),
+                                                                      {**params, "namespace": ns})]
+                else:
+                    rows = store.con.execute(q("search_knn_domain"), params)
+                vector_ids += [(mid, float(sim)) for mid, sim in rows]
+            if words:
+                fts = " OR ".join('"' + w.replace('"', '""') + '"' for w in words[:32])
+                text_ids += [mid for mid, _ in store.con.execute(q("search_text"), {
+                    "query": fts, "domain": dom, "namespace": ns, "all": int(include_all), "k": CANDIDATES})]
+        vector_ids.sort(key=lambda pair: -pair[1])
         if include_all and vector is not None:
             vector_ids = _with_retired(store, vector, vector_ids, text_ids)
         ids = list(dict.fromkeys([mid for mid, _ in vector_ids] + text_ids))
         memories = {r["id"]: Memory.from_row(r) for r in dict_rows(
             store.con.execute(q("memories_by_ids"), {"ids": json.dumps(ids)}))} if ids else {}
+        weights = {row[0]: fusion.idf(row[1], row[2]) for row in store.con.execute(
+            q("term_document_counts"), {"terms": json.dumps(words)})} if words else {}
+        hits = _hits(store, vector, vector_ids, text_ids, memories)
     query_words = significant_tokens(text)
+    kept = [h for h in hits.values() if not (exclude and exclude(h.memory))]
+    current = {mid for mid, m in memories.items() if m.status == "active"}
+    for h in kept:
+        held = set(terms(h.memory.content))
+        h.coverage = fusion.coverage(weights, held)
+        words_held = significant_tokens(h.memory.content)
+        h.text_match = len(query_words & words_held) / len(query_words) if query_words else 0.0
+        if h.memory.successor_id and (h.memory.successor_id in current or include_all):
+            h.outdated_by = h.memory.successor_id
+    ranked = fusion.rank(kept)
+    return SearchResult(ranked[:limit], "hybrid" if vector is not None else "text", note,
+                        (time.perf_counter() - started) * 1000, {"vector": len(vector_ids), "text": len(text_ids)},
+                        [sim for _, sim in vector_ids])
+
+
+def _embed(store: "Store", text: str, use_model: bool):
+    """The prompt's vector, or None and why the text side answers alone."""
+    if not use_model:
+        return None, "model not loaded in this process: text side only"
+    if not store.settings.dedup_semantic_enabled:
+        return None, "semantic tier disabled: text side only"
+    try:
+        vector = store.embed(text)
+    except Exception as e:  # noqa: BLE001 - the text side still answers
+        return None, f"no vector side ({type(e).__name__})"
+    if vector is None:
+        return None, f"no model ({store.embedder_error or 'not loaded'}): text side only"
+    return vector, None
+
+
+def _hits(store: "Store", vector, vector_ids: list[tuple[str, float]], text_ids: list[str],
+          memories: dict[str, Memory]) -> dict[str, Hit]:
+    """One Hit per candidate, with each side's rank; a text-side candidate gets its cosine from its vector."""
+    import numpy as np
+
     hits: dict[str, Hit] = {}
     for rank, (mid, sim) in enumerate(vector_ids, start=1):
-        if mid in memories:
+        if mid in memories and mid not in hits:
             hits[mid] = Hit(memories[mid], similarity=sim, vector_rank=rank)
     for rank, mid in enumerate(text_ids, start=1):
-        if mid in memories:
-            hits.setdefault(mid, Hit(memories[mid])).text_rank = rank
-    kept = [h for h in hits.values() if not (exclude and exclude(h.memory))]
-    for h in kept:
-        _score(h, query_words, now)
-    _order_successors(kept)
-    kept.sort(key=lambda h: -h.score)
-    return SearchResult(kept[:limit], "hybrid" if vector is not None else "text", note,
-                        (time.perf_counter() - started) * 1000, {"vector": len(vector_ids), "text": len(text_ids)})
+        if mid not in memories:
+            continue
+        hit = hits.setdefault(mid, Hit(memories[mid]))
+        hit.text_rank = hit.text_rank or rank
+        if hit.similarity is None and vector is not None:
+            row = store.con.execute(q("vector_of"), {"id": mid}).fetchone()
+            if row and row[0]:
+                hit.similarity = float(np.frombuffer(row[0], dtype=np.float32) @ vector)
+    return hits
 
 
 def _with_retired(store: "Store", vector, vector_ids: list[tuple[str, float]], text_ids: list[str]
@@ -165,36 +194,6 @@ def _with_retired(store: "Store", vector, vector_ids: list[tuple[str, float]], t
         if row and row[0]:
             extra.append((mid, float(np.frombuffer(row[0], dtype=np.float32) @ vector)))
     return sorted(vector_ids + extra, key=lambda pair: -pair[1])
-
-
-def _score(h: Hit, query_words: set[str], now: float) -> None:
-    m = h.memory
-    h.rrf = (W_VECTOR / (RRF_K + h.vector_rank) if h.vector_rank is not None else 0.0) + \
-        (1.0 / (RRF_K + h.text_rank) if h.text_rank is not None else 0.0)
-    age_days = max(0.0, now - parse_iso(m.created_at)) / 86400
-    h.importance = m.importance * DECAY_BASE ** (age_days / DECAY_DAYS)
-    h.recency = 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)
-    words = significant_tokens(m.content)
-    h.text_match = len(query_words & words) / len(query_words) if query_words else 0.0
-    h.score = h.rrf * (1 + W_IMPORTANCE * (h.importance - 0.5)) * (1 + W_RECENCY * h.recency)
-
-
-def _order_successors(hits: list[Hit]) -> None:
-    """A memory with a successor (outdated, superseded, merged) scores just below that successor when both
-    are found; chains are followed."""
-    by_id = {h.memory.id: h for h in hits}
-    for h in hits:
-        if h.memory.successor_id:
-            h.outdated_by = h.memory.successor_id
-    for _ in range(len(hits)):
-        moved = False
-        for h in hits:
-            succ = by_id.get(h.outdated_by or "")
-            if succ is not None and h.score >= succ.score:
-                h.score = math.nextafter(succ.score, 0.0) * 0.999
-                moved = True
-        if not moved:
-            break
 
 
 def memories_ids(hits: Iterable[Hit]) -> list[str]:
