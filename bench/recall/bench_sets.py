@@ -222,7 +222,8 @@ def run_in(tree: Path | None, set_name: str, filler: int) -> dict:
         env["PYTHONPATH"] = str(REPO)
     code = ("import json, sys; from bench.recall.bench_sets import measure; "
             f"json.dump(measure({set_name!r}, {filler}), sys.stdout)")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True)
+    cwd = OUT / "baseline-shim" if tree is not None else REPO   # `python -c` puts its working directory first
+    proc = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"{tree or 'this tree'} {set_name} {filler}: {proc.stderr[-2000:]}")
     return json.loads(proc.stdout)
