@@ -44,7 +44,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("worker access", ["worker.client", "worker.lifecycle"]),
     ("model", ["model.files", "model.embedder"]),
     ("model choice", ["model.provider"]),
-    ("rules", ["inputs", "dedup.rule", "dedup.plugins", "dedup.check", "dedup.policies"]),
+    ("rules", ["inputs", "dedup.rule", "dedup.plugins", "dedup.check", "dedup.policies", "dedup.outdated"]),
     ("services", ["dedup.in_batch", "recall.*", "review", "maintenance", "batch.*", "doctor", "evaluation.pairs"]),
     ("facade", ["store"]),
     ("applications", ["capture.*", "evaluation.evaluate"]),
