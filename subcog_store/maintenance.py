@@ -3,7 +3,7 @@ stored before a rule existed."""
 # Lazy imports: the secret patterns compile only for `redact`.
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import apsw
 
@@ -18,8 +18,14 @@ from subcog_store.text.normalize import content_hash
 if TYPE_CHECKING:
     from subcog_store.store import Store
 
+Progress = Callable[[int, int], None]   # (done, total): a command's progress bar
 
-def reembed(store: "Store", batch: int = 256) -> int:
+
+def _quiet(done: int, total: int) -> None:
+    pass
+
+
+def reembed(store: "Store", batch: int = 256, progress: Progress = _quiet) -> int:
     """Embed every active memory without a vector (and rebuild stale sign bits); returns how many were embedded."""
     with immediate(store.con):
         for (seq,) in store.con.execute(q("bits_mismatch")).fetchall():
@@ -29,6 +35,7 @@ def reembed(store: "Store", batch: int = 256) -> int:
     missing = [r[0] for r in store.con.execute(q("active_without_vector"))]
     done = 0
     for start in range(0, len(missing), batch):
+        progress(start, len(missing))
         memories = [store.get(mid) for mid in missing[start:start + batch]]
         vectors = store.embedder.embed_batch([m.content for m in memories])
         with immediate(store.con):
@@ -36,6 +43,7 @@ def reembed(store: "Store", batch: int = 256) -> int:
                 if store.get(memory.id).status == "active":
                     writer.set_vector(store.con, memory.seq, memory.namespace, memory.domain, vector.tobytes())
                     done += 1
+    progress(len(missing), len(missing))
     return done
 
 
@@ -55,7 +63,7 @@ def forget(store: "Store", memory_id: str, reason: str | None = None) -> int:
             matched_memory_id=memory.id, matched_content=memory.content, memory_id=memory.id,
             reasoning=reason or "forgotten on request", undo=undo))
 
-def move_domain(store: "Store", source: str, target: str) -> dict:
+def move_domain(store: "Store", source: str, target: str, progress: Progress = _quiet) -> dict:
     """Move every memory of domain `source` to `target` (one logged, reversible decision each). A memory
     whose text is already active in `target` is merged into that one."""
     source, target = canonical_domain(source), canonical_domain(target)
@@ -63,7 +71,8 @@ def move_domain(store: "Store", source: str, target: str) -> dict:
         raise InvalidInput("the source and target domains are the same")
     ids = [r[0] for r in store.con.execute(q("domain_memory_ids"), {"domain": source}).fetchall()]
     moved = merged = 0
-    for memory_id in ids:
+    for n, memory_id in enumerate(ids):
+        progress(n, len(ids))
         now = iso(store.clock())
         with immediate(store.con):
             memory = writer.get(store.con, memory_id)
@@ -90,7 +99,7 @@ def move_domain(store: "Store", source: str, target: str) -> dict:
 TEXT_KEYS = frozenset({"content", "new_content", "matched_content", "text"})  # where logged JSON holds texts
 
 
-def redact_store(store: "Store", dry_run: bool = False) -> dict:
+def redact_store(store: "Store", dry_run: bool = False, progress: Progress = _quiet) -> dict:
     """Apply the current secret rules to everything stored: memory texts (a text that becomes the same as another
     active memory of its scope is merged into it), the decision log with its undo snapshots, and hook run
     reports; then purge the full-text index and rewrite the file, so no replaced secret stays in its pages.
@@ -100,7 +109,11 @@ def redact_store(store: "Store", dry_run: bool = False) -> dict:
 
     counts = {"secrets": 0, "memories": 0, "merged": 0, "decisions": 0, "hook_runs": 0, "dry_run": dry_run}
     con = store.con
-    for memory_id, content, _ in con.execute(q("all_hashes")).fetchall():
+    memories, decisions, runs = (con.execute(q(name)).fetchall() for name in ("all_hashes", "decision_texts",
+                                                                              "hook_run_reports"))
+    total = len(memories) + len(decisions) + len(runs)
+    for i, (memory_id, content, _) in enumerate(memories):
+        progress(i, total)
         text, n = redact(content)
         if not n:
             continue
@@ -108,7 +121,8 @@ def redact_store(store: "Store", dry_run: bool = False) -> dict:
         counts["memories"] += 1
         if not dry_run:
             counts["merged"] += _redact_memory(store, memory_id, text, content_hash(text), n)
-    for decision_id, new_content, matched_content, reasoning, undo in con.execute(q("decision_texts")).fetchall():
+    for i, (decision_id, new_content, matched_content, reasoning, undo) in enumerate(decisions, len(memories)):
+        progress(i, total)
         texts = [_redact_text(new_content), _redact_text(matched_content), _redact_text(reasoning),
                  _redact_json(undo)]
         if any(n for _, n in texts):
@@ -116,7 +130,8 @@ def redact_store(store: "Store", dry_run: bool = False) -> dict:
             if not dry_run:
                 with immediate(con):
                     writer.redact_decision(con, decision_id, *(t for t, _ in texts))
-    for run_id, report in con.execute(q("hook_run_reports")).fetchall():
+    for i, (run_id, report) in enumerate(runs, len(memories) + len(decisions)):
+        progress(i, total)
         text, n = _redact_json(report)
         if n:
             counts["hook_runs"] += 1

@@ -51,6 +51,31 @@ def domain_for(cwd: str | os.PathLike | None, environ: dict[str, str] | None = N
     root = project_root(cwd)
     if root is None:
         return LEGACY_DOMAIN
-    name = _UNSAFE.sub("-", root.name).strip("-.")[:60] or "root"
-    digest = hashlib.sha256(os.fsencode(str(root))).hexdigest()[:8]
-    return f"{name}-{digest}"
+    return _named(root.name, str(root))
+
+
+def _named(folder: str, path: str) -> str:
+    name = _UNSAFE.sub("-", folder).strip("-.")[:60] or "root"
+    return f"{name}-{hashlib.sha256(os.fsencode(path)).hexdigest()[:8]}"
+
+
+def domain_for_recorded(cwd: str | None, environ: dict[str, str] | None = None) -> str:
+    """The domain of a working directory a transcript recorded, as the hooks derived it while it existed: that of
+    `domain_for` when the folder is still there; when it is gone, the git top-level among its ancestors that still
+    exist (a deleted subfolder of a repository), else the folder itself (its real path as far as it exists); a path
+    of another system (`D:\\repo`, relative) by its own text. SUBCOG_HOOK_DOMAIN wins."""
+    override = process_setting("hook_domain", environ)
+    if override or not cwd:
+        return str(override) if override else LEGACY_DOMAIN
+    if not cwd.startswith("/") or "\\" in cwd:
+        return _named(re.split(r"[\\/]", cwd.rstrip("\\/"))[-1], cwd)
+    path = Path(os.path.realpath(cwd))
+    if path.is_dir():
+        return domain_for(path, environ)
+    for ancestor in list(path.parents)[:MAX_DEPTH]:
+        try:
+            if (ancestor / ".git").exists():
+                return _named(ancestor.name, str(ancestor))
+        except OSError:
+            break
+    return _named(path.name, str(path))

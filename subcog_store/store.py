@@ -380,11 +380,12 @@ class Store:
 
         return forget(self, memory_id, reason)
 
-    def move_domain(self, source: str, target: str) -> dict:
-        """Move every memory of domain `source` to `target` (see `maintenance.move_domain`)."""
+    def move_domain(self, source: str, target: str, progress=None) -> dict:
+        """Move every memory of domain `source` to `target` (see `maintenance.move_domain`; `progress(done,
+        total)` is told as it goes)."""
         from subcog_store.maintenance import move_domain
 
-        return move_domain(self, source, target)
+        return move_domain(self, source, target, **({"progress": progress} if progress else {}))
 
     def stats(self) -> dict:
         """Counts by namespace and status, check counters, skip counters, durations, recent window."""

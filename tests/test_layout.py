@@ -32,7 +32,7 @@ SQL_START = re.compile(r"^\s*(select|insert|update|delete|create|drop|alter|prag
 # optional package) only those of a lower layer, and says why in a comment (on its line, the line above, or once
 # at the top of its module: "# Lazy imports: ..."). No cycle at any depth. Patterns: a module, or "package.*".
 LAYERS: list[tuple[str, list[str]]] = [
-    ("foundation", ["errors", "clock", "text.*", "worker.protocol"]),
+    ("foundation", ["errors", "clock", "text.*", "worker.protocol", "progress"]),
     ("settings", ["config"]),
     ("project", ["scope"]),
     ("extraction", ["extraction.*"]),
@@ -47,7 +47,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("rules", ["inputs", "dedup.rule", "dedup.plugins", "dedup.check", "dedup.policies", "dedup.outdated"]),
     ("services", ["dedup.in_batch", "recall.*", "review", "maintenance", "batch.*", "doctor", "evaluation.pairs"]),
     ("facade", ["store"]),
-    ("applications", ["capture.*", "evaluation.evaluate"]),
+    ("applications", ["capture.*", "evaluation.evaluate", "transfer"]),
     ("adapter parts", ["claude_code.events", "claude_code.report", "claude_code.recall_hooks", "mcp.register", "mcp.wire", "mcp.protocol", "mcp.tools"]),
     ("adapters", ["claude_code.handlers", "claude_code.install", "mcp.server"]),
     ("entries", ["claude_code.entry", "cli.app", "demo"]),

@@ -25,11 +25,11 @@ values (:session_id, :transcript_path, :trigger, :started_at, :finished_at, :sta
   :redacted, :report);
 
 -- name: undelivered_hook_run
--- The newest pre-compact run of a session whose report has not yet reached the model (session-end and
--- post-compact runs report nothing to it).
+-- The newest pre-compact run of a session whose report has not yet reached the model (session-end,
+-- post-compact and import-history runs report nothing to it).
 select id, report from hook_runs
 where session_id = :session_id and status <> 'dry_run' and delivered_at is null
-  and coalesce(trigger, '') not in ('session-end', 'post-compact')
+  and coalesce(trigger, '') not in ('session-end', 'post-compact', 'import-history')
 order by id desc
 limit 1;
 

@@ -48,6 +48,7 @@ class HookOptions:
     include_sidechain: bool = False
     min_confidence: float | None = None     # the scorer's probability floor (None: the trained threshold)
     domain: str = "project"
+    domain_override: str | None = None      # this domain whatever the source's cwd (import-history: a folder gone)
     event: str = "pre-compact"
     on_recorded: Callable[[], None] | None = None   # the warm worker: record the run as pending, then call this
     log: str | None = None                  # the hook log's path, named in the report (None: the configured one)

@@ -34,7 +34,8 @@ EXTRACT_CHUNK = 200   # records (or pieces) extracted at once (corrections are f
 EXTRACT_CHARS = 40_000  # ... and about this many characters (a deadline check between groups)
 EXTRACT_SHARE = 0.5   # extraction stops taking new chunks past this share of the budget: the rest is for capturing
 PIECE_CHARS = 20_000  # a longer record is read in paragraph-aligned pieces of about this size
-SOURCES = {"pre-compact": "pre-compact-hook", "session-end": "session-end-hook", "post-compact": "compact-summary"}
+SOURCES = {"pre-compact": "pre-compact-hook", "session-end": "session-end-hook", "post-compact": "compact-summary",
+           "import-history": "import-history"}
 MAX_SUMMARY_CHARS = 200_000
 
 
@@ -51,7 +52,7 @@ def capture_source(source: Source, options: HookOptions, run: Run, started: floa
     is itself one (`redo`), pending captures a dead worker left behind, while the extraction share lasts."""
     run.session_id = source.session_id
     run.trigger = source.trigger or options.event
-    options.domain = source.domain
+    options.domain = options.domain_override or source.domain
     path = source.transcript_path
     if not path:
         run.fail("no transcript_path in the hook input", "missing transcript_path")
@@ -81,8 +82,8 @@ def _redo(pending: dict, options: HookOptions, started: float, deadline: float) 
     log.info("redoing a pending %s capture of session=%s", event, pending.get("session_id"))
     redo = Run(dry_run=False, log=options.log_path, trigger=pending.get("trigger") or event)
     try:
-        capture_source(Source.from_pending(pending), replace(options, event=event, on_recorded=None), redo, started,
-                       deadline, redo=True)
+        capture_source(Source.from_pending(pending), replace(options, event=event, on_recorded=None,
+                                                             domain_override=None), redo, started, deadline, redo=True)
     except Exception as e:  # noqa: BLE001 - the next hook tries again
         log.warning("pending capture not redone: %s: %s", type(e).__name__, e)
 

@@ -100,13 +100,18 @@ def build_parser(modules: Iterable[ModuleType]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="subcog-store", description="A memory store for AI coding assistants "
                                      "that never stores the same thing twice.",
                                      epilog="Exit codes: " + doc.split("Exit codes: ")[1])
+    from subcog_store import __version__
+
+    parser.add_argument("--version", action="version", version=f"subcog-store {__version__}")
     parser.add_argument("--db", help="database file (default: $SUBCOG_DB, else the XDG data directory)")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no warnings on stderr")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no warnings on stderr")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def add(name: str, help: str, handler: Handler) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help, description=help)
         p.add_argument("--json", action="store_true", help="machine-readable output")
+        p.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
+                       help="no progress bar and no warnings on stderr")
         p.set_defaults(handler=handler)
         return p
 

@@ -1,11 +1,9 @@
 """Batch commands: `dedup` (merge duplicate stored memories) and `unmerge ID` (undo one merge); the report's
-text and the progress bar are made here."""
+text is made here (its progress bar is `progress.Stages`)."""
 # Lazy imports: each command imports what it runs (every command is registered at start-up).
 from __future__ import annotations
 
 import argparse
-import sys
-import time
 
 from subcog_store.cli.app import emit, open_store
 
@@ -28,35 +26,6 @@ def register(sub, add) -> None:
                    help="show the progress bar on stderr even when it is not a terminal")
     p = add("unmerge", "undo one batch merge: restore its memories exactly as they were", cmd_unmerge)
     p.add_argument("id", help="the decision id of the merge (from `dedup` or the decision log)")
-
-
-class ProgressBar:
-    """`\\r[#####.....] 1234/10000 clusters` on stderr, at most ten times a second."""
-
-    def __init__(self, enabled: bool, stream=None):
-        self.enabled, self.stream = enabled, stream or sys.stderr
-        self._last, self._label, self._shown = 0.0, "", False
-
-    def __call__(self, done: int, total: int, label: str) -> None:
-        if not self.enabled or total <= 0:
-            return
-        if label != self._label:
-            self.close()
-            self._label = label
-        now = time.monotonic()
-        if done < total and now - self._last < 0.1:
-            return
-        self._last = now
-        filled = int(30 * done / total)
-        self.stream.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {done}/{total} {label}   ")
-        self.stream.flush()
-        self._shown = True
-
-    def close(self) -> None:
-        if self._shown:
-            self.stream.write("\n")
-            self.stream.flush()
-            self._shown = False
 
 
 def _short(text: str, limit: int = 120) -> str:
@@ -98,8 +67,10 @@ def report_text(report) -> str:
 def cmd_dedup(args: argparse.Namespace) -> int:
     from subcog_store.batch.run import dedup
 
-    enabled = args.progress if args.progress is not None else sys.stderr.isatty()
-    bar = ProgressBar(bool(enabled))
+    from subcog_store.progress import Stages, wanted
+
+    enabled = args.progress if args.progress is not None else wanted(args.quiet)
+    bar = Stages("dedup", bool(enabled))
     with open_store(args) as store:
         try:
             report = dedup(store, namespace=args.namespace, domain=args.domain, threshold=args.threshold, k=args.k,

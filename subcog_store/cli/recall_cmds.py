@@ -64,8 +64,10 @@ def cmd_domain(args: argparse.Namespace) -> int:
 
 def cmd_move_domain(args: argparse.Namespace) -> int:
     target = args.target or _current_domain()
-    with open_store(args) as store:
-        result = store.move_domain(args.source, target)
+    from subcog_store.progress import bar
+
+    with open_store(args) as store, bar(0, "move-domain", unit="memories", quiet=args.quiet) as p:
+        result = store.move_domain(args.source, target, progress=p.update)
     emit(args, result, f"moved {result['moved']} memories from {result['source']} to {result['target']}"
                        + (f" ({result['merged']} merged into the same text already there)" if result["merged"] else ""))
     return 0

@@ -106,12 +106,15 @@ def run_jsonl(args: argparse.Namespace, capture: bool) -> int:
     requests = jsonl_requests(read_stdin_bytes().splitlines(keepends=True))
     valid = [(n, r) for n, r in requests if isinstance(r, dict)]
     results: dict[int, dict] = {n: _failed(n, InvalidInput(r)) for n, r in requests if isinstance(r, str)}
-    with open_store(args) as store:
+    from subcog_store.progress import bar
+
+    with open_store(args) as store, bar(len(valid), "capture" if capture else "check", unit="lines",
+                                        quiet=args.quiet) as progress:
         if capture:
             batch = [CaptureRequest(r["content"], r["namespace"], r.get("domain"), r.get("importance", 0.5),
                                     r.get("tags"), r.get("source", "cli"), r.get("session_id"), None,
                                     r.get("created_at")) for _, r in valid]
-            _capture_lines(store, valid, batch, results)
+            _capture_lines(store, valid, batch, results, progress.set)
         else:  # each line against the store alone (the batch is not a store)
             _check_lines(store, valid, results)
     failed = [r for r in results.values() if not r["ok"]]
@@ -141,13 +144,15 @@ def _not_attempted(numbers: list[int], results: dict[int, dict]) -> None:
         results[number] = _failed(number, DatabaseError("not attempted: an earlier line hit a database error"))
 
 
-def _capture_lines(store, valid: list, batch: list, results: dict[int, dict]) -> None:
+def _capture_lines(store, valid: list, batch: list, results: dict[int, dict], progress=None) -> None:
     """Each line captured on its own (so a database error costs only the lines from it on), the vectors embedded a
     chunk at a time beforehand."""
     from subcog_store.dedup.in_batch import EMBED_CHUNK, Outcome, needs_vector
     from subcog_store.inputs import prepare
 
     for start in range(0, len(valid), EMBED_CHUNK):
+        if progress:
+            progress(start)
         chunk = []
         for request in batch[start:start + EMBED_CHUNK]:
             try:

@@ -37,8 +37,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def cmd_reembed(args: argparse.Namespace) -> int:
     from subcog_store.maintenance import reembed
 
-    with open_store(args) as store:
-        count = reembed(store)
+    from subcog_store.progress import bar
+
+    with open_store(args) as store, bar(0, "reembed", unit="memories", quiet=args.quiet) as p:
+        count = reembed(store, progress=p.update)
+        p.close()
         emit(args, {"embedded": count}, f"embedded {count} memories that had no vector")
     return 0
 
@@ -46,8 +49,10 @@ def cmd_reembed(args: argparse.Namespace) -> int:
 def cmd_redact(args: argparse.Namespace) -> int:
     from subcog_store.maintenance import redact_store
 
-    with open_store(args) as store:
-        c = redact_store(store, dry_run=args.dry_run)
+    from subcog_store.progress import bar
+
+    with open_store(args) as store, bar(0, "redact", unit="rows", quiet=args.quiet) as p:
+        c = redact_store(store, dry_run=args.dry_run, progress=p.update)
     verb = "would redact" if c["dry_run"] else "redacted"
     text = (f"{verb} {c['secrets']} secret{'' if c['secrets'] == 1 else 's'} in {c['memories']} memories "
             f"({c['merged']} merged into an identical memory), {c['decisions']} logged decisions and "
@@ -66,6 +71,9 @@ def cmd_eval_pairs(args: argparse.Namespace) -> int:
         pairs = read_pairs(args.file, args.pairs_format, limit=args.limit)
     except (OSError, ValueError, UnicodeDecodeError) as e:
         raise InvalidInput(f"cannot read pairs: {e}") from None
-    report = evaluate(pairs, args.namespace)
+    from subcog_store.progress import bar
+
+    with bar(len(pairs), "eval-pairs", unit="pairs", quiet=args.quiet) as p:
+        report = evaluate(pairs, args.namespace, progress=p.update)
     print(json.dumps(report.to_dict()) if args.json else format_report(report))
     return 0

@@ -55,15 +55,20 @@ class EvalReport:
 
 
 def evaluate(pairs: Iterable[LabeledPair], namespace: str = "context", embedder: "Embedder | None" = None,
-             environ: dict[str, str] | None = None) -> EvalReport:
+             environ: dict[str, str] | None = None, progress=None) -> EvalReport:
+    """Each pair judged in a throw-away store (all embedded first, in one call); `progress(done, total)` counts
+    the pairs judged."""
     pairs = list(pairs)
     store = Store(":memory:", embedder=embedder, environ=environ)
     default_ns = canonical_namespace(namespace)
+    tick = progress or (lambda done, total: None)
+    tick(0, len(pairs))
     store.embed_many([t for p in pairs for t in (p.a, p.b)]) if store.settings.dedup_semantic_enabled else None
     current = Counts()
     rows: list[tuple[float, bool, bool, bool]] = []  # similarity, changed fact, the whole rule agrees, label
     method = "embedding" if store.embedder is not None else "text"
     for i, pair in enumerate(pairs):
+        tick(i, len(pairs))
         ns = canonical_namespace(pair.namespace) if pair.namespace else default_ns
         domain = f"pair-{i}"
         store.capture(pair.a, ns, domain, source="eval-pairs")

