@@ -31,6 +31,14 @@ demo: setup
 bench: setup
 	$(BIN)/python -m bench.run_all
 
+# `subcog-store ui` in a real headless Chromium (tests/ui/run_ui.py; Debian's chromium and chromium-driver). Exit 77 of
+# the harness (Chromium is not installed) is a SKIP line, not a failure; screenshots land in tests/ui/artefacts/.
+.PHONY: ui-test
+ui-test: setup
+	@$(BIN)/python tests/ui/run_ui.py; rc=$$?; \
+	if [ $$rc -eq 77 ]; then echo "make ui-test: SKIPPED (see the SKIP line above)"; exit 0; fi; \
+	exit $$rc
+
 # The Claude Code plugin's files (plugin/, .claude-plugin/marketplace.json), rendered from install-hooks' table.
 .PHONY: plugin
 plugin: $(STAMP)

@@ -30,8 +30,8 @@ def _is_terminal(stream: TextIO) -> bool:
 class Progress:
     """A progress bar; a no-op unless `enabled`. `total` 0 or None: a count without a bar."""
 
-    def __init__(self, total: float | None, label: str, *, unit: str = "", scale: float = 1, stream: TextIO | None = None,
-                 enabled: bool = True, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, total: float | None, label: str, *, unit: str = "", scale: float = 1,
+                 stream: TextIO | None = None, enabled: bool = True, clock: Callable[[], float] = time.monotonic):
         self.total, self.label, self.unit, self.scale = total or 0, label, unit, scale
         self.stream = stream if stream is not None else sys.stderr
         self.enabled, self.clock = enabled, clock

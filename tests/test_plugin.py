@@ -50,7 +50,8 @@ def test_the_plugin_registers_exactly_what_install_hooks_registers(tmp_path: Pat
     for groups in shipped.values():
         for g in groups:
             for h in g["hooks"]:
-                assert h["type"] == "command" and h["command"].startswith('"${CLAUDE_PLUGIN_ROOT}/scripts/subcog" hook ')
+                assert h["type"] == "command"
+                assert h["command"].startswith('"${CLAUDE_PLUGIN_ROOT}/scripts/subcog" hook ')
 
 
 def test_the_plugin_serves_the_same_mcp_server() -> None:

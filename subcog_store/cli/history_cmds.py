@@ -31,7 +31,7 @@ def cmd_import_history(args: argparse.Namespace) -> int:
         if args.dir:
             raise InvalidInput(f"{root}: no such folder or file")
         emit(args, {"root": str(root), "sessions": 0}, f"import-history: {root} does not exist (no Claude Code "
-                                                       "sessions on this machine under CLAUDE_CONFIG_DIR): nothing to import")
+                                                       "sessions under CLAUDE_CONFIG_DIR here): nothing to import")
         return 0
     provider.serve_shared()   # a batch: one model for the whole run, in this process (each session opens a store)
     importer = Importer(db_path(args), root, dry_run=args.dry_run)

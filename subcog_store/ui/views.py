@@ -1,0 +1,91 @@
+"""What each page of `subcog-store ui` shows, read from the store (named queries in sql/queries/ui.sql); the
+changes go through the same logged operations as the CLI (`review.confirm`, `review.reverse`, `Store.forget`)."""
+# Lazy imports: what only one page needs (recall for search, the review operations) loads with it.
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from subcog_store.db.connection import dict_rows
+from subcog_store.db.memories import Memory
+from subcog_store.db.sqlfiles import q
+
+if TYPE_CHECKING:
+    from subcog_store.store import Store
+
+PAGE = 50
+STATES = ("current", "outdated", "retired", "all")
+
+
+def projects(store: "Store") -> list[dict[str, Any]]:
+    return dict_rows(store.con.execute(q("ui_projects")))
+
+
+def namespaces(store: "Store", domain: str) -> list[dict[str, Any]]:
+    return dict_rows(store.con.execute(q("ui_namespaces"), {"domain": domain}))
+
+
+def memories(store: "Store", domain: str, namespace: str | None, state: str, offset: int) -> list[Memory]:
+    rows = dict_rows(store.con.execute(q("ui_memories"), {
+        "domain": domain, "namespace": namespace or None, "state": state if state in STATES else "current",
+        "limit": PAGE + 1, "offset": max(offset, 0)}))
+    return [Memory.from_row(r) for r in rows]
+
+
+def memory(store: "Store", memory_id: str) -> dict[str, Any]:
+    """A memory with its history: the decisions that touched it, what it replaced, what replaced it."""
+    m = store.get(memory_id)
+    successor = None
+    if m.successor_id:
+        try:
+            successor = store.get(m.successor_id)
+        except Exception:  # noqa: BLE001 - a successor removed by a hard delete: shown as its id
+            successor = None
+    return {"memory": m, "successor": successor,
+            "predecessors": dict_rows(store.con.execute(q("ui_predecessors"), {"id": m.id})),
+            "decisions": dict_rows(store.con.execute(q("ui_memory_decisions"), {"id": m.id}))}
+
+
+def decisions(store: "Store", show_all: bool, domain: str | None, offset: int) -> list[dict[str, Any]]:
+    return dict_rows(store.con.execute(q("ui_decisions"), {
+        "all": int(show_all), "domain": domain or None, "limit": PAGE + 1, "offset": max(offset, 0)}))
+
+
+def sessions(store: "Store", limit: int = 200) -> list[dict[str, Any]]:
+    from subcog_store.recall.inject import CHARS_PER_TOKEN
+
+    rows = dict_rows(store.con.execute(q("ui_sessions"), {"limit": limit}))
+    for row in rows:
+        row["captured_tokens"] = -(-row["captured_chars"] // CHARS_PER_TOKEN)
+    return rows
+
+
+def search(store: "Store", query: str, domain: str, namespace: str | None) -> dict[str, Any]:
+    """The project's memories for `query` ranked as the hooks rank them, every component of each score, and
+    which of them the prompt hook would inject (its abstain gate, its limits), without logging a recall."""
+    from subcog_store.recall import inject
+
+    found = store.search(query, domain=domain, namespace=namespace or None, limit=20)
+    injected = inject.prompt_context(store, query, domain, None, use_model=True) if not namespace else None
+    s = store.settings
+    return {"found": found, "hits": [h.to_dict(explain=True) for h in found.hits],
+            "injected": set(injected.memory_ids) if injected else None,
+            "injected_reason": injected.reason if injected else None,
+            "gate": (f"cosine >= {float(s.recall_min_similarity):.2f}" if found.method == "hybrid" else
+                     f"word match >= {float(s.recall_min_text_match):.2f}"),
+            "limits": f"at most {int(s.recall_prompt_limit)} memories, {int(s.recall_prompt_tokens)} tokens"}
+
+
+def formula() -> str:
+    """How a search score is made, in the recall module's own constants."""
+    from subcog_store.recall import search as rs
+
+    try:
+        return (f"score = ({rs.W_VECTOR:g} / ({rs.RRF_K} + vector rank) + 1 / ({rs.RRF_K} + text rank)) × (1 + "
+                f"{rs.W_IMPORTANCE:g} × (importance × {rs.DECAY_BASE:g}^(age days / {rs.DECAY_DAYS:g}) − 0.5)) × "
+                f"(1 + {rs.W_RECENCY:g} × 0.5^(age days / {rs.RECENCY_HALF_LIFE_DAYS:g}))")
+    except AttributeError:   # the recall module changed its constants: the components are still shown
+        return ""
+
+
+def tags(memory: Memory) -> str:
+    return ", ".join(memory.tags) if memory.tags else ""
