@@ -25,10 +25,11 @@ import traceback  # noqa: E402
 
 BENCHES = ["bench.bench_store", "bench.bench_hook", "bench.bench_dedup", "bench.bench_mcp", "bench.bench_onnx_threads",
            "bench.bench_guard", "bench.recall.bench_recall", "bench.recall.bench_recall_latency",
-           "bench.capture.bench_capture"]
+           "bench.capture.bench_capture", "bench.bench_history"]
 QUICK = {"bench.bench_store": ["--quick"], "bench.bench_dedup": ["--sizes", "1000,10000"],
          "bench.bench_hook": ["--quick"], "bench.bench_onnx_threads": ["--rounds", "2"],
-         "bench.recall.bench_recall_latency": ["--sizes", "1000,10000", "--runs", "10"]}
+         "bench.recall.bench_recall_latency": ["--sizes", "1000,10000", "--runs", "10"],
+         "bench.bench_history": ["--sizes", "10,40", "--huge-mb", "0"]}
 
 
 def main(argv: list[str] | None = None) -> int:

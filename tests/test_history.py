@@ -13,7 +13,7 @@ import pytest
 from subcog_store.capture.history import Importer, projects_dir, sniff, walk
 from subcog_store.scope import domain_for, domain_for_recorded
 from subcog_store.store import Store
-from tests.conftest import cli_command
+from helpers import cli_command
 
 ROOT = Path(__file__).resolve().parents[1]
 FACTS = ["We decided to use PgBouncer in transaction mode for Postgres connection pooling because the app opens "

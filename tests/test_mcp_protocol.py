@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from subcog_store.mcp.server import Server
-from tests.conftest import cli_command
+from helpers import cli_command
 
 ROOT = Path(__file__).resolve().parents[1]
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",

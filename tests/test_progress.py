@@ -17,7 +17,7 @@ import pytest
 from subcog_store import __version__
 from subcog_store.model import files
 from subcog_store.progress import Progress, Stages, bar
-from tests.conftest import cli_command
+from helpers import cli_command
 
 
 class Terminal(io.StringIO):

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from subcog_store import transfer
-from tests.conftest import cli_command
+from helpers import cli_command
 
 TTL5 = ("We decided to use Redis for the session cache with a TTL of 5 minutes, because sessions are read on every "
         "request.")

@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 import pytest
 
 from subcog_store.store import Store
-from tests.conftest import cli_command
+from helpers import cli_command
 
 TTL5 = "We decided to use Redis for the session cache with a TTL of 5 minutes, because sessions are read often."
 TTL10 = TTL5.replace("5 minutes", "10 minutes")
