@@ -21,6 +21,8 @@ border-color:#e99}.chip{display:inline-block;margin:0 .4em .4em 0;padding:.1em .
 border-radius:1em;text-decoration:none;color:#224}.chip.on{background:#224;color:#fff}form.inline{display:inline}
 button{cursor:pointer}input[type=search]{width:32em}.out{text-decoration:line-through;color:#888}
 """
+LABELS = {"similarity": "cosine", "text_match": "word match", "vector_rank": "vector rank", "text_rank": "text rank",
+          "coverage": "coverage (IDF)", "decayed_importance": "importance (aged)", "rrf": "rank fusion"}
 NAV = (("projects", "/", "Projects"), ("search", "/search", "Search"), ("decisions", "/decisions", "Decision log"),
        ("sessions", "/sessions", "Sessions"))
 
@@ -149,18 +151,16 @@ def search_results(result: dict[str, Any], formula: str) -> str:
             + (f"<b>{len(injected)}</b> here" if injected else f"none here ({esc(result['injected_reason'])})"
                if injected is not None else "(one namespace searched: the hook searches them all)") + ".</p>"
             + (f'<p class="muted">{esc(formula)}</p>' if formula else ""))
+    keys = [k for k in (result["hits"][0]["components"] if result["hits"] else {}) if k != "outdated_by"]
     rows = []
     for rank, h in enumerate(result["hits"], start=1):
         c = h["components"]
         rows.append([str(rank), link("/memory/" + h["id"], h["id"]), esc(h["namespace"]),
                      esc(cut(h["content"], 200)) + (" <b>OUTDATED</b>" if c.get("outdated_by") else ""),
-                     f"{h['score']:.4f}", _num(c.get("similarity")), _num(c.get("text_match")),
-                     esc(c.get("vector_rank")), esc(c.get("text_rank")), _num(c.get("rrf")),
-                     _num(c.get("decayed_importance")), _num(c.get("recency")),
+                     f"{h['score']:.4f}", *(_num(c.get(k)) for k in keys),
                      "yes" if injected and h["id"] in injected else "–"])
-    return head + table(["#", "memory", "namespace", "text", "score", "cosine", "word match", "vector rank",
-                         "text rank", "rank fusion", "importance (aged)", "recency", "prompt hook injects"], rows,
-                        numeric=(0, 4, 5, 6, 7, 8, 9, 10, 11))
+    return head + table(["#", "memory", "namespace", "text", "score", *(esc(LABELS.get(k, k)) for k in keys),
+                         "prompt hook injects"], rows, numeric=range(4, 5 + len(keys)))
 
 
 def _num(value: object) -> str:

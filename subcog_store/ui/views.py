@@ -70,22 +70,33 @@ def search(store: "Store", query: str, domain: str, namespace: str | None) -> di
     return {"found": found, "hits": [h.to_dict(explain=True) for h in found.hits],
             "injected": set(injected.memory_ids) if injected else None,
             "injected_reason": injected.reason if injected else None,
-            "gate": (f"cosine >= {float(s.recall_min_similarity):.2f}" if found.method == "hybrid" else
-                     f"word match >= {float(s.recall_min_text_match):.2f}"),
+            "gate": _gate(found, float(s.recall_min_similarity), float(s.recall_min_text_match)),
             "limits": f"at most {int(s.recall_prompt_limit)} memories, {int(s.recall_prompt_tokens)} tokens"}
 
 
+def _gate(found, floor: float, text_floor: float) -> str:
+    """The prompt hook's abstain gate for this search, in numbers."""
+    from subcog_store.recall import inject
+
+    if found.method != "hybrid":
+        return f"word match >= {text_floor:.2f}"
+    bar = getattr(inject, "prompt_bar", None)
+    if bar is None:
+        return f"cosine >= {floor:.2f}"
+    return (f"cosine >= {bar(list(found.vector_scores), floor):.2f}: the floor {floor:.2f}, or above what this prompt "
+            "scores against the memories not about it")
+
+
 def formula() -> str:
-    """How a search score is made, in the recall module's own constants."""
-    from subcog_store.recall import search as rs
+    """How a search score is made, in the ranking module's own constants ('' if they are not the ones known)."""
+    from subcog_store.recall import fusion
 
     try:
-        return (f"score = ({rs.W_VECTOR:g} / ({rs.RRF_K} + vector rank) + 1 / ({rs.RRF_K} + text rank)) × (1 + "
-                f"{rs.W_IMPORTANCE:g} × (importance × {rs.DECAY_BASE:g}^(age days / {rs.DECAY_DAYS:g}) − 0.5)) × "
-                f"(1 + {rs.W_RECENCY:g} × 0.5^(age days / {rs.RECENCY_HALF_LIFE_DAYS:g}))")
-    except AttributeError:   # the recall module changed its constants: the components are still shown
+        return (f"score = cosine + {fusion.W_COVERAGE:g} × coverage^{fusion.COVERAGE_POWER:g} (coverage: the "
+                "IDF-weighted share of the prompt's content words the memory holds), times its source's weight; "
+                "an outdated fact just below its successor")
+    except AttributeError:   # the ranking changed its constants: the components are still shown
         return ""
-
 
 def tags(memory: Memory) -> str:
     return ", ".join(memory.tags) if memory.tags else ""
