@@ -38,7 +38,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("extraction", ["extraction.*"]),
     ("data", ["db.sqlfiles", "db.connection", "db.locks", "postgres.casefold", "postgres.vectors",
               "postgres.connection", "postgres.local_server"]),
-    ("tables", ["db.memories", "db.hook_state"]),
+    ("tables", ["db.memories", "db.hook_state", "db.deferred"]),
     ("knn cache", ["db.bitcache"]),
     ("knn", ["db.knn", "postgres.knn"]),
     ("worker access", ["worker.client", "worker.lifecycle"]),

@@ -34,8 +34,9 @@ order by id desc
 limit 1;
 
 -- name: mark_hook_run_delivered
--- The session-start hook handed this report to the model (it is given once).
-update hook_runs set delivered_at = :now where session_id = :session_id and delivered_at is null;
+-- The session-start hook handed this report (:upto) to the model: it and the session's earlier ones are given once.
+update hook_runs set delivered_at = :now
+where session_id = :session_id and delivered_at is null and id <= :upto;
 
 -- name: hook_run_reports
 -- Every hook run's report (redact: it lists the texts captured and skipped).

@@ -6,6 +6,17 @@ values (
   :recalled_at, :session_id, :hook, :domain, :query_fingerprint, :method, :memory_ids, :scores, :tokens, :reason,
   :duration_ms);
 
+-- name: log_recall_once
+-- A recall_log row a hook deferred while the store was locked (db/deferred.py), unless it is already there.
+insert into recall_log (
+  recalled_at, session_id, hook, domain, query_fingerprint, method, memory_ids, scores, tokens, reason, duration_ms)
+select
+  :recalled_at, :session_id, :hook, :domain, :query_fingerprint, :method, :memory_ids, :scores, :tokens, :reason,
+  :duration_ms
+where not exists (
+  select 1 from recall_log
+  where session_id is :session_id and recalled_at = :recalled_at and hook = :hook and memory_ids = :memory_ids);
+
 -- name: injected_in_session
 -- Memories already handed to the model in a session (never twice).
 select distinct j.value as id

@@ -100,6 +100,14 @@ def _remaining_budget(started: float) -> None:
         os.environ["SUBCOG_HOOK_BUDGET_SECS"] = f"{max(budget - spent, 0.1):.3f}"
 
 
+def _print(out: str) -> None:
+    try:
+        if out:
+            print(out, flush=True)
+    except BaseException:  # noqa: BLE001 - a closed stdout: nothing more to say
+        pass
+
+
 def main(argv: list[str], db: str | None = None) -> int:
     started = time.monotonic()
     opts = _parse(argv)
@@ -116,6 +124,7 @@ def main(argv: list[str], db: str | None = None) -> int:
             note, spawn, stale = (None if e.quiet else e.reason), e.spawn, e.stale
     except BaseException as e:  # noqa: BLE001 - the worker is an optimisation: never a reason to fail
         note = f"worker client failed: {type(e).__name__}: {e}"
+    printed = False
     if out is None:
         try:
             with_site()
@@ -126,12 +135,14 @@ def main(argv: list[str], db: str | None = None) -> int:
                 _remaining_budget(started)
         except BaseException:  # noqa: BLE001
             pass
-        out = run(event, opts, raw, db, note=note)
-    try:
-        if out:
-            print(out, flush=True)
-    except BaseException:  # noqa: BLE001 - a closed stdout: nothing more to say
-        pass
+
+        def emit(text: str) -> None:   # a recall hook's answer, printed before its bookkeeping is written
+            nonlocal printed
+            printed = True
+            _print(text)
+        out = run(event, opts, raw, db, note=note, on_answer=emit)
+    if not printed:
+        _print(out)
     if spawn:
         try:
             with_site()

@@ -6,10 +6,11 @@
   within the start budget (the summary's lasting facts are captured by the post-compact hook, which the client
   runs after this one).
 - user-prompt-submit: the memories relevant to the prompt, or nothing.
-Both answer with `hookSpecificOutput.additionalContext` (or print nothing) and record what they gave in
-`recall_log` (in the warm worker after the answer has gone out: `on_answer`). The prompt hook uses the model
-only when it is already loaded in this process (the warm worker); otherwise the text side answers alone and
-`recall_log` says so.
+Both compute their answer in one read snapshot (WAL: another process's write lock never holds it up), answer
+with `hookSpecificOutput.additionalContext` (or print nothing), and only then record what they gave (recall_log,
+the compaction, the report delivered), waiting for a lock briefly, else deferring it (`db/deferred.py`). The
+prompt hook uses the model only when it is already loaded in this process (the warm worker); otherwise the text
+side answers alone and `recall_log` says so.
 """
 # Lazy imports: the store and recall load when a recall hook runs (never for a capture hook).
 from __future__ import annotations
@@ -17,18 +18,22 @@ from __future__ import annotations
 import json
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
 from subcog_store.claude_code.events import HookEvent
 from subcog_store.clock import iso
-from subcog_store.db import hook_state
+from subcog_store.config import process_setting_or_default
+from subcog_store.db import deferred, hook_state
+from subcog_store.db.connection import read_snapshot
 from subcog_store.claude_code.report import markdown
 
 log = logging.getLogger("subcog_store.hook.recall")
 REPORT_HEADER = "subcog memory report from before this compaction:"
 SOURCES = ("startup", "resume", "clear", "compact", "fork")
 MAX_PROMPT_CHARS = 4000
+BOOKKEEPING_WAIT_SECS = 0.25   # how long the writes after the answer wait for another process's lock
 
 
 def _output(event: str, text: str) -> str:
@@ -59,7 +64,7 @@ def _begin(event: HookEvent, db: Path, store_factory) -> tuple[str | None, str, 
 
 def session_start(payload: HookEvent | Mapping, db: Path, store_factory=None, on_answer=None) -> str:
     """The additionalContext for a new context window (see the module docstring); "" for nothing.
-    `on_answer(output)`: called with the output before `recall_log` is written (the worker answers then)."""
+    `on_answer(output)`: called with the output before the bookkeeping is written (see `_answer`)."""
     from subcog_store.recall import inject
 
     event = _event("session-start", payload)
@@ -72,39 +77,63 @@ def session_start(payload: HookEvent | Mapping, db: Path, store_factory=None, on
     with store:
         if not store.settings.recall_enabled and source != "compact":
             return ""
-        parts, budget = [], int(store.settings.recall_start_tokens)
-        if source == "compact" and session_id:
-            report = _take_report(store, session_id)
-            if report:
-                parts.append(report)
-                budget -= inject.tokens(report)
-            inject.record_compaction(store, session_id)
-        recall = inject.Recall(method="index", reason="recall disabled")
-        if store.settings.recall_enabled:
-            header = ("Other memories of this project (subcog; `subcog-store show <URN>` for more):" if parts
-                      else None)
-            recall = inject.start_index(store, domain, session_id, budget_tokens=max(0, budget), header=header)
-            if recall.text:
-                parts.append(recall.text)
+        parts, budget, writes = [], int(store.settings.recall_start_tokens), []
+        with read_snapshot(store.con):   # one snapshot: another process's write lock never holds the answer up
+            if source == "compact" and session_id:
+                report, writes = _report(store, session_id), [inject.compaction(store, session_id)]
+                if report:
+                    parts.append(report.text)
+                    budget -= inject.tokens(report.text)
+                    writes.append(report.delivered)
+            recall = inject.Recall(method="index", reason="recall disabled")
+            if store.settings.recall_enabled:
+                header = ("Other memories of this project (subcog; `subcog-store show <URN>` for more):" if parts
+                          else None)
+                recall = inject.start_index(store, domain, session_id, budget_tokens=max(0, budget), header=header,
+                                            pending=writes)
+                if recall.text:
+                    parts.append(recall.text)
         recall.text = "\n\n".join(parts)
         out = _answer(on_answer, "SessionStart", recall.text)
-        inject.log(store, recall, hook=f"session-start:{source}", domain=domain, session_id=session_id, query=None,
-                   started=started)
+        writes.append(inject.log_row(store, recall, hook=f"session-start:{source}", domain=domain,
+                                     session_id=session_id, query=None, started=started))
+        _bookkeeping(store, writes, started)
     return out
 
 
 def _answer(on_answer, event: str, text: str) -> str:
-    """The hook's output, handed to `on_answer` first when there is one."""
+    """The hook's output, handed to `on_answer` first when there is one (in process it is printed then, in the
+    worker sent: the answer goes out before any write that may wait for another process's lock)."""
     out = _output(event, text)
     if on_answer is not None:
         on_answer(out)
     return out
 
 
-def _take_report(store, session_id: str) -> str:
-    """The last undelivered capture report of the session, marked delivered (it is given once)."""
-    report = hook_state.take_report(store.con, session_id, iso(store.clock()))
-    return REPORT_HEADER + "\n" + markdown(report) if report is not None else ""
+def _bookkeeping(store, writes: list, started: float) -> None:
+    """Write what the hook gave (recall_log, the compaction, the report delivered): waiting for another process's
+    lock at most BOOKKEEPING_WAIT_SECS and never past the hook's budget, else deferred to the next hook."""
+    budget = float(process_setting_or_default("hook_budget_secs", log.warning))   # type: ignore[arg-type]
+    left = budget - (time.perf_counter() - started)
+    deferred.write_or_defer(store.con, store.path, writes, min(BOOKKEEPING_WAIT_SECS, left))
+
+
+@dataclass
+class _Report:
+    text: str
+    delivered: deferred.Write   # the write that marks it delivered
+
+
+def _report(store, session_id: str) -> _Report | None:
+    """The last undelivered capture report of the session (not given while the store was locked either), and the
+    write that marks it delivered: it is given once."""
+    found = hook_state.undelivered_report(store.con, session_id)
+    if found is None or any(w.name == "mark_hook_run_delivered" and w.params.get("upto", -1) >= found[0]
+                            for w in deferred.spooled(store.path, session_id)):
+        return None
+    run_id, report = found
+    return _Report(REPORT_HEADER + "\n" + markdown(report),
+                   deferred.report_delivered(session_id, run_id, iso(store.clock())))
 
 
 def user_prompt_submit(payload: HookEvent | Mapping, db: Path, use_model: bool = False, store_factory=None,
@@ -126,11 +155,13 @@ def user_prompt_submit(payload: HookEvent | Mapping, db: Path, use_model: bool =
             recall = inject.Recall(reason="empty prompt")
         else:
             try:
-                recall = inject.prompt_context(store, prompt[:MAX_PROMPT_CHARS], domain, session_id,
-                                               use_model=use_model or store.model_loaded)
+                with read_snapshot(store.con):   # another process's write lock never holds the answer up
+                    recall = inject.prompt_context(store, prompt[:MAX_PROMPT_CHARS], domain, session_id,
+                                                   use_model=use_model or store.model_loaded)
             except InvalidInput as e:   # all stopwords, punctuation, a lone surrogate
                 recall = inject.Recall(reason=f"nothing to search: {e}")
         out = _answer(on_answer, "UserPromptSubmit", recall.text)
-        inject.log(store, recall, hook="user-prompt-submit", domain=domain, session_id=session_id,
-                   query=prompt if isinstance(prompt, str) else None, started=started)
+        _bookkeeping(store, [inject.log_row(store, recall, hook="user-prompt-submit", domain=domain,
+                                            session_id=session_id, query=prompt if isinstance(prompt, str) else None,
+                                            started=started)], started)
     return out

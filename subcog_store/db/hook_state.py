@@ -44,15 +44,10 @@ def add_run(con: "apsw.Connection", *, session_id: str | None, transcript_path: 
         "redacted": redacted, "report": json.dumps(report)})
 
 
-def take_report(con: "apsw.Connection", session_id: str, now: str) -> dict | None:
-    """The newest undelivered capture report of a session (pre-compact runs), marked delivered: it is given
-    once. Its own write transaction."""
+def undelivered_report(con: "apsw.Connection", session_id: str) -> tuple[int, dict] | None:
+    """The newest undelivered capture report of a session (pre-compact runs) and its run id; nothing is marked."""
     row = con.execute(q("undelivered_hook_run"), {"session_id": session_id}).fetchone()
-    if row is None:
-        return None
-    with immediate(con):
-        con.execute(q("mark_hook_run_delivered"), {"session_id": session_id, "now": now})
-    return json.loads(row[1])
+    return (int(row[0]), json.loads(row[1])) if row is not None else None
 
 
 def run_reports(con: "apsw.Connection") -> list[tuple[int, str]]:

@@ -27,6 +27,7 @@ from subcog_store.recall.search import search
 from subcog_store.text.normalize import fingerprint
 
 if TYPE_CHECKING:
+    from subcog_store.db.deferred import Write
     from subcog_store.store import Store
 
 PROMPT_HEADER = "Memories from earlier sessions of this project that may bear on this prompt (subcog):"
@@ -71,9 +72,13 @@ def line(memory: Memory, outdated: bool = False) -> str:
 
 
 class SessionState:
-    """What a session has already been given, and which of its own memories are not yet recallable."""
+    """What a session has already been given, and which of its own memories are not yet recallable: the
+    database's rows, plus the bookkeeping not written yet (spooled while the store was locked, and `pending`,
+    this hook's own)."""
 
-    def __init__(self, store: "Store", session_id: str | None):
+    def __init__(self, store: "Store", session_id: str | None, pending: "list[Write] | tuple" = ()):
+        from subcog_store.db.deferred import spooled
+
         self.session_id = session_id
         con = store.con
         self.injected = {r["id"] for r in dict_rows(con.execute(q("injected_in_session"),
@@ -82,6 +87,12 @@ class SessionState:
             if session_id else 0
         compacted = con.execute(q("last_compaction"), {"session_id": session_id}).fetchone()[0] \
             if session_id else None
+        for w in [*spooled(store.path, session_id), *pending] if session_id else []:
+            if w.name == "log_recall":
+                self.injected.update(json.loads(w.params["memory_ids"]))
+                self.used_tokens += int(w.params["tokens"])
+            elif w.name == "record_compaction":
+                compacted = max(compacted or "", w.params["compacted_at"])
         self.compacted_at = parse_iso(compacted) if compacted else None
 
     def excluded(self, memory: Memory) -> bool:
@@ -146,10 +157,11 @@ def prompt_context(store: "Store", prompt: str, domain: str, session_id: str | N
 
 
 def start_index(store: "Store", domain: str, session_id: str | None, budget_tokens: int | None = None,
-                header: str | None = None) -> Recall:
-    """The project's most important current memories, one line each, within the start budget."""
+                header: str | None = None, pending: "list[Write] | tuple" = ()) -> Recall:
+    """The project's most important current memories, one line each, within the start budget (`pending`: this
+    hook's bookkeeping not written yet, see SessionState)."""
     s = store.settings
-    state = SessionState(store, session_id)
+    state = SessionState(store, session_id, pending)
     budget = state.budget(store, int(s.recall_start_tokens) if budget_tokens is None else budget_tokens)
     if budget <= 0:
         return Recall(method="index", reason="token budget used up")
@@ -182,19 +194,36 @@ def start_index(store: "Store", domain: str, session_id: str | None, budget_toke
     return recall
 
 
+def log_row(store: "Store", recall: Recall, *, hook: str, domain: str, session_id: str | None,
+            query: str | None, started: float) -> "Write":
+    """The recall_log row of one call (the query's fingerprint, never its text)."""
+    from subcog_store.db.deferred import Write
+
+    return Write("log_recall", {
+        "recalled_at": iso(store.clock()), "session_id": session_id, "hook": hook, "domain": domain,
+        "query_fingerprint": fingerprint(query) if query else None, "method": recall.method,
+        "memory_ids": json.dumps(recall.memory_ids), "scores": json.dumps(recall.scores),
+        "tokens": recall.tokens, "reason": recall.reason,
+        "duration_ms": round((time.perf_counter() - started) * 1000, 3)})
+
+
 def log(store: "Store", recall: Recall, *, hook: str, domain: str, session_id: str | None, query: str | None,
         started: float) -> None:
-    """One recall_log row (best effort: a busy store does not hold the hook up)."""
+    """Write one recall_log row now (waiting as the connection's busy timeout says)."""
+    row = log_row(store, recall, hook=hook, domain=domain, session_id=session_id, query=query, started=started)
     with immediate(store.con):
-        store.con.execute(q("log_recall"), {
-            "recalled_at": iso(store.clock()), "session_id": session_id, "hook": hook, "domain": domain,
-            "query_fingerprint": fingerprint(query) if query else None, "method": recall.method,
-            "memory_ids": json.dumps(recall.memory_ids), "scores": json.dumps(recall.scores),
-            "tokens": recall.tokens, "reason": recall.reason,
-            "duration_ms": round((time.perf_counter() - started) * 1000, 3)})
+        store.con.execute(q(row.name), row.params)
+
+
+def compaction(store: "Store", session_id: str) -> "Write":
+    """The session was compacted now: what it captured so far becomes recallable in it."""
+    from subcog_store.db.deferred import Write
+
+    return Write("record_compaction", {"session_id": session_id, "compacted_at": iso(store.clock())})
 
 
 def record_compaction(store: "Store", session_id: str) -> None:
-    """The session was compacted now: what it captured so far becomes recallable in it."""
+    """Record the compaction now (waiting as the connection's busy timeout says)."""
+    row = compaction(store, session_id)
     with immediate(store.con):
-        store.con.execute(q("record_compaction"), {"session_id": session_id, "compacted_at": iso(store.clock())})
+        store.con.execute(q(row.name), row.params)

@@ -1,0 +1,165 @@
+"""Issue 29, item 1: the recall hooks never wait on a writer. Another process holds the store's write lock (a
+real second process, as a long `dedup` or a second session's capture would): SessionStart and UserPromptSubmit
+still answer at once with their memories, in process and through the warm worker; what they gave is deferred
+while the lock is held (counted for the session all the same: a memory is given once) and written by the first
+hook after it is released."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import apsw
+import pytest
+
+from conftest import clean_environ, cli_command, hook_output_problems
+from subcog_store.db.deferred import spool_path
+
+REPO = Path(__file__).resolve().parents[1]
+CLI = cli_command()
+CLIENT_PROMPT_TIMEOUT = 5.0     # Claude Code's: past it the answer is lost
+LOCKER = """
+import sys, time, apsw
+con = apsw.Connection(sys.argv[1])
+con.execute("begin immediate")
+con.execute("update settings set value = value where key = 'dedup_time_window_secs'")
+print("locked", flush=True)
+time.sleep(600)
+"""
+PROMPT = "How do we pool the Postgres connections, PgBouncer in transaction mode?"
+
+
+class World:
+    def __init__(self, tmp: Path, way: str):
+        self.tmp, self.db, self.log = tmp, tmp / "m.db", tmp / "hook.log"
+        run = tmp / "run"
+        run.mkdir(mode=0o700)
+        self.env = clean_environ({"XDG_RUNTIME_DIR": str(run), "SUBCOG_HOOK_LOG": str(self.log),
+                                  "SUBCOG_HOOK_DOMAIN": "shop"})
+        if way == "in-process":
+            self.env["SUBCOG_WORKER_ENABLED"] = "false"
+
+    def hook(self, event: str, payload: dict) -> tuple[str, float]:
+        started = time.monotonic()
+        proc = subprocess.run([*CLI, "--db", str(self.db), "hook", event], input=json.dumps(payload).encode(),
+                              capture_output=True, env=self.env, timeout=120)
+        elapsed = time.monotonic() - started
+        assert proc.returncode == 0 and proc.stderr == b"", proc
+        out = proc.stdout.decode()
+        name = "SessionStart" if event == "session-start" else "UserPromptSubmit"
+        assert hook_output_problems(name, out) == []
+        context = json.loads(out)["hookSpecificOutput"]["additionalContext"] if out else ""
+        return context, elapsed
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([*CLI, *args], capture_output=True, env=self.env, timeout=120)
+
+    def rows(self, sql: str) -> list[tuple]:
+        con = apsw.Connection(str(self.db), flags=apsw.SQLITE_OPEN_READONLY)
+        con.setbusytimeout(10_000)
+        try:
+            return con.execute(sql).fetchall()
+        finally:
+            con.close()
+
+    def settled(self, sql: str, done, timeout: float = 60.0) -> list[tuple]:
+        """The rows once `done(rows)` holds: the worker writes a recall hook's rows after it has answered."""
+        deadline = time.monotonic() + timeout
+        while not done(rows := self.rows(sql)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return rows
+
+
+@pytest.fixture(params=["in-process", "worker"])
+def world(request, tmp_path):
+    w = World(tmp_path, request.param)
+    session = tmp_path / "a.jsonl"
+    session.write_bytes((REPO / "samples" / "session-a.jsonl").read_bytes())
+    capture = {"session_id": "earlier", "transcript_path": str(session), "cwd": str(tmp_path),
+               "hook_event_name": "PreCompact", "trigger": "manual"}
+    proc = subprocess.run([*CLI, "--db", str(w.db), "hook", "pre-compact"], input=json.dumps(capture).encode(),
+                          capture_output=True, env={**w.env, "SUBCOG_WORKER_ENABLED": "false"}, timeout=120)
+    assert proc.returncode == 0 and b"captured 7" in proc.stdout, proc
+    if request.param == "worker":
+        assert w.cli("worker", "start").returncode == 0
+    yield w
+    if request.param == "worker":
+        w.cli("worker", "stop")
+
+
+@pytest.fixture
+def locker(world):
+    proc = subprocess.Popen([sys.executable, "-c", LOCKER, str(world.db)], stdout=subprocess.PIPE)
+    assert proc.stdout.readline().strip() == b"locked"
+    yield proc
+    proc.kill()
+    proc.wait()
+    proc.stdout.close()
+
+
+def wait_for(predicate, timeout: float = 60.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return predicate()
+
+
+def start(session: str, source: str = "startup") -> dict:
+    return {"session_id": session, "cwd": "/", "hook_event_name": "SessionStart", "source": source}
+
+
+def prompt(session: str, text: str = PROMPT) -> dict:
+    return {"session_id": session, "cwd": "/", "hook_event_name": "UserPromptSubmit", "prompt": text}
+
+
+def test_recall_answers_at_once_while_another_process_holds_the_write_lock(world, locker):
+    for i in range(3):   # through the worker every second prompt used to wait 11 s
+        index, elapsed = world.hook("session-start", start(f"s{i}"))
+        assert "PgBouncer" in index and elapsed < CLIENT_PROMPT_TIMEOUT, (index, elapsed)
+        found, elapsed = world.hook("user-prompt-submit", prompt(f"p{i}"))
+        assert "PgBouncer" in found and elapsed < CLIENT_PROMPT_TIMEOUT, (found, elapsed)
+    again, _ = world.hook("user-prompt-submit", prompt("p0"))
+    assert "PgBouncer" not in again   # given once per session, though its row waits in the spool
+    assert world.rows("select count(*) from recall_log") == [(0,)]
+    assert "deferred to the next hook" in world.log.read_text()
+    assert "BusyError" not in world.log.read_text()
+
+    locker.kill()
+    locker.wait()
+    world.hook("user-prompt-submit", prompt("later", "What is the weather like?"))
+    logged = world.settled("select session_id, hook from recall_log order by id", lambda rows: len(rows) >= 8)
+    assert sorted(logged) == sorted([(f"s{i}", "session-start:startup") for i in range(3)]
+                                    + [(f"p{i}", "user-prompt-submit") for i in range(3)]
+                                    + [("p0", "user-prompt-submit"), ("later", "user-prompt-submit")])
+    assert not spool_path(world.db).exists()
+
+
+def test_a_compaction_seen_under_the_lock_is_recorded_once_released(world, locker):
+    index, _ = world.hook("session-start", start("earlier", "compact"))
+    assert "subcog memory report from before this compaction" in index
+    again, _ = world.hook("session-start", start("earlier", "compact"))
+    assert "subcog memory report" not in again   # delivered once, though not yet written
+    locker.kill()
+    locker.wait()
+    world.hook("user-prompt-submit", prompt("other", "What is the weather like?"))
+    world.settled("select count(*) from recall_log where session_id = 'other'", lambda rows: rows[0][0] == 1)
+    assert world.rows("select count(*) from session_compactions where session_id = 'earlier'")[0][0] >= 1
+    assert world.rows("select count(*) from hook_runs where delivered_at is null") == [(0,)]
+
+
+def test_a_spool_left_beside_a_replaced_file_is_never_applied_to_it(world, locker):
+    world.hook("user-prompt-submit", prompt("p"))
+    assert wait_for(spool_path(world.db).exists)   # the worker spools after it has answered
+    locker.kill()
+    locker.wait()
+    fresh = world.tmp / "fresh.db"
+    assert world.cli("--db", str(fresh), "init").returncode == 0
+    os.replace(fresh, world.db)
+    for suffix in ("-wal", "-shm"):
+        Path(f"{world.db}{suffix}").unlink(missing_ok=True)
+    world.hook("user-prompt-submit", prompt("q", "What is the weather like?"))
+    world.settled("select count(*) from recall_log", lambda rows: rows[0][0] >= 1)
+    assert world.rows("select session_id from recall_log") == [("q",)]
