@@ -841,6 +841,18 @@ def test_garbage_on_the_socket_harms_nobody(rt):
     assert rt.pids() == [pid]
 
 
+def test_a_request_with_a_wait_that_is_not_a_number_gets_an_error_frame(rt):
+    """Issue 29 item 9: it used to close the connection without a word."""
+    rt.start()
+    for wait in ("abc", "1", [1], {"s": 1}, True):
+        with connect(rt) as s:
+            s.sendall(protocol.encode({"op": "embed", "v": protocol.PROTOCOL, "key": protocol.version_key(),
+                                       "texts": ["x"], "model_dir": "/", "wait": wait}))
+            answer, _ = protocol.recv(s, time.monotonic() + 10)
+        assert answer == {"ok": False, "error": "bad request: wait must be a number of seconds"}, wait
+    assert client.request("status", paths=rt.paths)[0]["ok"] is True
+
+
 @pytest.fixture
 def tiny_disk(tmp_path):
     """A 4 MB tmpfs (root only): a disk that can be filled."""

@@ -207,7 +207,10 @@ class Worker:
         if op not in ("hook", "embed", "load"):
             wire.send(conn, {"ok": False, "error": "unknown request"})
             return
-        wait = min(max(float(header.get("wait") or 0.0), 0.0), MAX_WAIT_SECS)
+        wait = slot_wait(header.get("wait"))
+        if wait is None:
+            wire.send(conn, {"ok": False, "error": "bad request: wait must be a number of seconds"})
+            return
         if not self.run_lock.acquire(blocking=False):
             wire.send(conn, {"st": "queued"})
             if not self.run_lock.acquire(timeout=wait):
@@ -260,6 +263,16 @@ class Worker:
             "idle_limit_secs": self.idle_secs, "requests": self.requests, "busy": bool(self.busy),
             "models": provider.loaded_dirs(), "rss_mb": rss_mb(), "python": sys.version.split()[0],
             "package": wire.PACKAGE}
+
+
+def slot_wait(value: object) -> float | None:
+    """How long a request may wait for the run lock: a finite number of seconds (absent: 0), clamped to
+    [0, MAX_WAIT_SECS]; None when it is anything else."""
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or abs(value) == float("inf"):
+        return None
+    return min(max(float(value), 0.0), MAX_WAIT_SECS)
 
 
 def rss_mb() -> int:
