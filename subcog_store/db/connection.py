@@ -123,6 +123,28 @@ def connect(path: str | os.PathLike, *, readonly: bool = False, migrate: bool = 
     return con
 
 
+def file_id(path: str | os.PathLike) -> tuple[int, int] | None:
+    """(device, inode) of the file at `path`, None when there is none: which file a path names right now (a
+    long-lived process compares it with the one it opened, a cheap stat per call)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def let_go(con: apsw.Connection) -> None:
+    """Close a connection whose file was deleted or replaced at its path since it was opened. Its WAL (the
+    `-wal` file at the path, which SQLite leaves behind for such a file) is first checkpointed into the file it
+    belongs to and emptied: a process opening the file now at the path would otherwise replay it onto that
+    file (and with its first write, copy another database's pages into it)."""
+    try:
+        con.execute("pragma wal_checkpoint(TRUNCATE)")
+    except apsw.Error:
+        pass   # busy or gone: closing is all that is left
+    con.close()
+
+
 def _while_busy(action):
     """`action` again, for up to the busy timeout, while another process holds a lock SQLite reports at once
     instead of waiting for (processes setting up one new file together: switching it to WAL and migrating

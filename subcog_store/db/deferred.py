@@ -22,7 +22,7 @@ from pathlib import Path
 import apsw
 
 from subcog_store.db import locks
-from subcog_store.db.connection import immediate
+from subcog_store.db.connection import file_id, immediate
 from subcog_store.db.sqlfiles import q
 
 log = logging.getLogger("subcog_store.deferred")
@@ -47,15 +47,6 @@ def report_delivered(session_id: str, run_id: int, now: str) -> Write:
 def spool_path(db: str | os.PathLike) -> Path | None:
     """The spool beside the database (None for an in-memory one)."""
     return None if str(db) in ("", ":memory:") else Path(f"{db}-deferred.jsonl")
-
-
-def file_id(path: str | os.PathLike) -> tuple[int, int] | None:
-    """(device, inode) of the file at `path`, None when there is none: which file a path names right now."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
 
 
 def write_or_defer(con: apsw.Connection, db: str | os.PathLike, writes: list[Write], wait_secs: float) -> str:

@@ -101,6 +101,7 @@ class Tools:
         self.db, self.cwd = Path(db), cwd
         self._environ = environ
         self._store: "Store | None" = None
+        self._opened: tuple[int, int] | None = None   # the file the store was opened on (device, inode)
         self._domain: str | None = None
         self._fresh = False               # settings read in this call
         self._lock = threading.Lock()     # one call at a time on the connection
@@ -116,8 +117,17 @@ class Tools:
 
     @property
     def store(self) -> "Store":
-        """The store, opened on first use and kept; its settings are read again once per call (a change made
-        with `update settings` is seen without a restart)."""
+        """The store, opened on first use and kept; once per call its settings are read again (a change made
+        with `update settings` is seen without a restart) and the file at its path is checked to be the one it
+        opened: one deleted or replaced since (device and inode) is let go and the path opened anew, never a
+        write into a file nobody will read again."""
+        from subcog_store.db.connection import file_id, let_go
+
+        if self._store is not None and not self._fresh and file_id(self.db) != self._opened:
+            log.warning("the database file %s was deleted or replaced since it was opened: opening it anew",
+                        self.db)
+            let_go(self._store.con)
+            self._store = None
         if self._store is None:
             from subcog_store.store import Store
 
@@ -125,6 +135,7 @@ class Tools:
                 raise ToolError(f"the database directory {self.db.parent} does not exist")
             environ = dict(self._environ) if self._environ is not None else None
             self._store, self._fresh = Store(self.db, environ=environ, fetch_model=False), True
+            self._opened = file_id(self.db)
         elif not self._fresh:
             self._store.settings, self._fresh = self._store.load_settings(), True
         return self._store
