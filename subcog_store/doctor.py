@@ -86,12 +86,11 @@ def diagnose(con: apsw.Connection, *, worker: bool = False) -> list[Finding]:
     add("one_active_per_hash", [f"{r[0]}/{r[1]}/{r[2][:16]}" for r in con.execute(q("duplicate_active_hashes"))],
         "scopes with the same content active twice")
     add("successor_exists", ids("dangling_successors"), "retired memories pointing at a missing successor")
-    add("no_capture_left_pending", pending_left(con),
+    pending = hook_state.pending_before(con, iso(time.time() - hook_state.STALE_SECS))
+    add("no_capture_left_pending", [f"{p.get('session_id', '')} {p['transcript_path']}" for p in pending.records],
         "transcript captures left pending by a warm worker that died (the next capture hook redoes them)")
+    add("no_unreadable_pending_capture",
+        [row.describe() for row in pending.unreadable] + hook_state.set_aside_records(con),
+        "pending capture records that cannot be read (kept in hook_pending_set_aside by fingerprint; their "
+        "sessions' next capture reads on from the saved offset; `delete from hook_pending_set_aside` once seen)")
     return findings + ([worker_finding()] if worker else [])
-
-
-def pending_left(con: apsw.Connection) -> list[str]:
-    """Captures recorded as pending longer ago than a worker could still be finishing them."""
-    return [f"{p.get('session_id', '')} {p['transcript_path']}"
-            for p in hook_state.pending_before(con, iso(time.time() - hook_state.STALE_SECS))]

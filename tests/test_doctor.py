@@ -70,7 +70,7 @@ def test_fresh_store_passes(store) -> None:
     assert {f.check for f in findings} == {
         "schema_version", "sqlite_integrity", "active_memory_has_vector", "vector_has_active_memory",
         "vector_scope_matches", "vector_bits_match", "stored_hash_matches_content", "one_active_per_hash",
-        "successor_exists", "no_capture_left_pending"}
+        "successor_exists", "no_capture_left_pending", "no_unreadable_pending_capture"}
 
 
 def test_a_capture_left_pending_is_reported_once_stale(store) -> None:

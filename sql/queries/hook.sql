@@ -66,8 +66,30 @@ where session_id = :session_id
 -- Captures recorded as pending before :before and never saved (their worker died): the oldest first, at most
 -- :limit (-1: all).
 select
-  payload
+  session_id,
+  transcript_path,
+  payload,
+  queued_at
 from hook_pending
 where queued_at < :before
 order by queued_at
 limit :limit;
+
+-- name: set_aside_hook_pending
+-- A pending capture record that cannot be read leaves the queue for hook_pending_set_aside (doctor reports it).
+insert into hook_pending_set_aside (session_id, transcript_path, payload, queued_at, set_aside_at, reason)
+select session_id, transcript_path, payload, queued_at, :now, :reason
+from hook_pending
+where session_id = :session_id and transcript_path = :transcript_path and queued_at = :queued_at
+on conflict (session_id, transcript_path, queued_at) do nothing;
+
+-- name: delete_set_aside_hook_pending
+-- ... and is removed from the queue in the same transaction.
+delete from hook_pending
+where session_id = :session_id and transcript_path = :transcript_path and queued_at = :queued_at;
+
+-- name: hook_pending_set_aside
+-- The pending capture records set aside as unreadable (doctor).
+select session_id, transcript_path, payload
+from hook_pending_set_aside
+order by set_aside_at;

@@ -1,12 +1,18 @@
 """The record of a transcript capture that may finish after its hook answered (the warm worker's, see
 capture/session.py): marked before the answer, cleared in the transaction that saves the run's offset, and found
-by a later capture hook when its worker died before finishing it. The rows are `db/hook_state.py`'s.
+by a later capture hook when its worker died before finishing it. The rows are `db/hook_state.py`'s, read one
+by one: one that cannot be read is set aside (hook_pending_set_aside, reported by `doctor`) and never stops the
+others.
 """
 from __future__ import annotations
 
+import logging
+
 from subcog_store.clock import iso
-from subcog_store.db import hook_state
+from subcog_store.db import hook_state, locks
 from subcog_store.db.connection import immediate
+
+log = logging.getLogger("subcog_store.hook.capture")
 
 KEYS = ("session_id", "transcript_path", "cwd", "trigger", "hook_event_name")   # what is kept: never content
 STALE_SECS = hook_state.STALE_SECS   # older than this (and than twice the budget): left by a dead worker
@@ -28,5 +34,17 @@ def clear(store, session_key: str, path: str, in_transaction: bool = False) -> N
 
 
 def stale(store, budget_secs: float) -> list[dict]:
-    """The records of pending captures older than their worker could still be running (at most REDO_MAX)."""
-    return hook_state.pending_before(store.con, iso(store.clock() - max(STALE_SECS, 2 * budget_secs)), REDO_MAX)
+    """The records of pending captures older than their worker could still be running (at most REDO_MAX); the
+    ones among them that cannot be read are set aside, logged by fingerprint, so they never stop the others."""
+    found = hook_state.pending_before(store.con, iso(store.clock() - max(STALE_SECS, 2 * budget_secs)), REDO_MAX)
+    if found.unreadable:
+        try:
+            with locks.best_effort(store.con):   # busy: they stay queued, and the next hook sets them aside
+                hook_state.set_aside(store.con, found.unreadable, iso(store.clock()))
+        except Exception as e:  # noqa: BLE001 - busy, read-only, damaged: never in the way of the redo
+            log.warning("unreadable pending captures not set aside yet: %s: %s", type(e).__name__, e)
+        else:
+            for row in found.unreadable:
+                log.warning("a pending capture record that cannot be read was set aside: %s: %s", row.describe(),
+                            row.reason)
+    return found.records

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+
+import apsw
 
 from subcog_store.db.connection import immediate
 from subcog_store.db.sqlfiles import q
-
-if TYPE_CHECKING:
-    import apsw
+from subcog_store.text.normalize import fingerprint
 
 log = logging.getLogger("subcog_store.hook.capture")
 STALE_SECS = 120.0   # a capture pending longer than this (and than twice its budget) was left by a dead worker
@@ -73,13 +73,63 @@ def clear_pending(con: "apsw.Connection", session_id: str, transcript_path: str)
     con.execute(q("clear_hook_pending"), {"session_id": session_id, "transcript_path": transcript_path})
 
 
-def pending_before(con: "apsw.Connection", before: str, limit: int = -1) -> list[dict]:
-    """The records of captures marked pending before `before` (ISO), oldest first; best effort: [] when they
-    cannot be read (a store older than migration 010 has none)."""
+@dataclass
+class Unreadable:
+    """A pending-capture record whose payload is not a hook input naming a transcript."""
+
+    session_id: str
+    transcript_path: str
+    queued_at: str
+    payload: str
+    reason: str
+
+    def describe(self) -> str:
+        return f"{self.session_id} {self.transcript_path} ({fingerprint(self.payload)})"
+
+
+@dataclass
+class Pending:
+    records: list[dict] = field(default_factory=list)        # hook inputs to redo, oldest first
+    unreadable: list[Unreadable] = field(default_factory=list)
+
+
+def pending_before(con: "apsw.Connection", before: str, limit: int = -1) -> Pending:
+    """The captures marked pending before `before` (ISO), oldest first, read row by row: a row whose payload is
+    not a hook input naming a transcript comes back apart, never in the way of the others. A store older than
+    migration 010 has none."""
+    found = Pending()
     try:
         rows = con.execute(q("stale_hook_pending"), {"before": before, "limit": limit}).fetchall()
-        found = [json.loads(row[0]) for row in rows]
-    except Exception as e:  # noqa: BLE001 - an unreadable row: the next hook sees it again
-        log.warning("pending captures not read: %s: %s", type(e).__name__, e)
+    except apsw.Error as e:   # the table is missing, or cannot be read now: nothing to redo this time
+        log.warning("pending captures not listed: %s: %s", type(e).__name__, e)
+        return found
+    for session_id, path, payload, queued_at in rows:
+        try:
+            data = json.loads(payload)
+            ok = isinstance(data, dict) and isinstance(data.get("transcript_path"), str) and data["transcript_path"]
+            reason = None if ok else "not a hook input naming a transcript"
+        except (TypeError, ValueError, RecursionError) as e:
+            data, reason = None, f"not JSON ({type(e).__name__})"
+        if reason is None:
+            found.records.append(data)
+        else:
+            found.unreadable.append(Unreadable(session_id, path, queued_at, str(payload), reason))
+    return found
+
+
+def set_aside(con: "apsw.Connection", rows: list[Unreadable], now: str) -> None:
+    """Move unreadable records to hook_pending_set_aside (doctor reports them). Its own write transaction."""
+    with immediate(con):
+        for row in rows:
+            keys = {"session_id": row.session_id, "transcript_path": row.transcript_path, "queued_at": row.queued_at}
+            con.execute(q("set_aside_hook_pending"), {**keys, "now": now, "reason": row.reason})
+            con.execute(q("delete_set_aside_hook_pending"), keys)
+
+
+def set_aside_records(con: "apsw.Connection") -> list[str]:
+    """The records set aside as unreadable, each described by session, transcript and fingerprint."""
+    try:
+        rows = con.execute(q("hook_pending_set_aside")).fetchall()
+    except apsw.Error:   # a store older than migration 012
         return []
-    return [p for p in found if isinstance(p, dict) and isinstance(p.get("transcript_path"), str)]
+    return [Unreadable(s, t, "", p, "").describe() for s, t, p in rows]
