@@ -1,5 +1,6 @@
 -- name: find_recent_capture
--- The newest capture of this content in the scope within the window (recent tier).
+-- Captures of this content in the scope stamped since the window opened, newest first by insertion (recent
+-- tier); the caller ignores those stamped after now (a clock that went back).
 select
   memory_id,
   captured_at
@@ -8,8 +9,8 @@ where content_hash = :content_hash
   and namespace = :namespace
   and domain = :domain
   and captured_at >= :since
-order by captured_at desc
-limit 1;
+order by id desc
+limit 16;
 
 -- name: insert_recent_capture
 -- Remember a capture for the recent window; the trigger prunes by age and capacity.

@@ -5,6 +5,7 @@ Each tier fails open on its own: an error is recorded in `tier_errors` and the n
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Callable
@@ -23,7 +24,9 @@ if TYPE_CHECKING:
 
     from subcog_store.config import Settings
 
+log = logging.getLogger("subcog_store.dedup")
 NEIGHBOURS = 5
+FUTURE_SLACK_SECS = 1.0   # a recent capture stamped later than now by more than this: the clock went back
 # Policies act on neighbours from the lowest of these zone bounds up, so the guard judges those too.
 GUARDED_ZONES = ("verify_gray_threshold", "replace_merge_threshold", "merge_threshold")
 
@@ -114,8 +117,16 @@ def text_neighbours(con: "apsw.Connection", content: str, namespace: str, domain
 
 def recent_tier(con: "apsw.Connection", content_hash: str, namespace: str, domain: str, now: float,
                 window: float) -> tuple[str | None, float] | None:
-    row = con.execute(q("find_recent_capture"), {
-        "content_hash": content_hash, "namespace": namespace, "domain": domain, "since": now - window}).fetchone()
+    """The newest capture of this content within the window: stamped from `now - window` up to `now` (plus
+    FUTURE_SLACK_SECS between processes' clocks); one stamped later comes from before the clock went back and
+    is ignored, with a line in the log."""
+    rows = con.execute(q("find_recent_capture"), {
+        "content_hash": content_hash, "namespace": namespace, "domain": domain, "since": now - window}).fetchall()
+    ahead = [row for row in rows if row[1] > now + FUTURE_SLACK_SECS]
+    if ahead:
+        log.warning("recent window: %d capture(s) of %s stamped in the future (up to %.0f s ahead: the clock went "
+                    "back?) ignored", len(ahead), content_hash[:16], max(row[1] for row in ahead) - now)
+    row = next((row for row in rows if row[1] <= now + FUTURE_SLACK_SECS), None)
     return (row[0], row[1]) if row else None
 
 
