@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+from contextlib import suppress
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Iterable, Sequence
@@ -22,8 +23,8 @@ from subcog_store.db import locks
 from subcog_store.db.connection import connect, dict_rows, immediate, set_overrides
 from subcog_store.db.memories import Memory, urn
 from subcog_store.db.sqlfiles import q
-from subcog_store.dedup.check import CheckInputs, CheckResult, apply_guard, check_row, exact_tier, guard_floor, \
-    run_check
+from subcog_store.dedup.check import CheckInputs, CheckResult, NearMemoryWritten, apply_guard, check_row, \
+    guard_floor, revalidate, run_check
 from subcog_store.dedup.outdated import Outdated, find_outdated, link_outdated
 from subcog_store.dedup.rule import PhraseSimilarity
 from subcog_store.errors import DatabaseError, InvalidInput, NotFound, SubcogError
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["Store", "Memory", "CaptureResult", "CaptureRequest", "validate_content"]
 
 log = logging.getLogger("subcog_store")
+RECHECKS = 3   # a capture checked again after another process stored a near memory meanwhile, at most
 VECTOR_CACHE = 8192
 
 
@@ -221,6 +223,12 @@ class Store:
         """`capture` of a request already validated (`inputs.prepare`): the content hash is computed once."""
         if self.readonly:
             raise DatabaseError(f"{self.path}: opened read-only")
+        for attempt in range(RECHECKS + 1):   # a near memory written meanwhile rolls it back: check, plan again
+            with suppress(NearMemoryWritten):
+                return self._capture_once(p, recheck=attempt < RECHECKS)
+        raise AssertionError("the last attempt does not check again")
+
+    def _capture_once(self, p: Prepared, recheck: bool) -> CaptureResult:
         from subcog_store.dedup import policies
 
         policy = p.policy or self.settings.policy(p.namespace)
@@ -242,19 +250,19 @@ class Store:
         found = find_outdated(self.con, vector, p.content, p.domain, p.created_at or iso(inputs.now)) \
             if plan.store and vector is not None and plan.content == p.content and self.settings.dedup_enabled else []
         try:
-            return self._apply(p, inputs, check, plan, vector, found)
+            return self._apply(p, inputs, check, plan, vector, found, recheck)
         except apsw.BusyError:
             raise DatabaseError(f"{self.path}: the database is locked by another process") from None
 
     def _apply(self, p: Prepared, inputs: CheckInputs, check: CheckResult, plan: "Plan",
-               vector: "np.ndarray | None", found: list["Outdated"] = ()) -> CaptureResult:
+               vector: "np.ndarray | None", found: list["Outdated"] = (), recheck: bool = True) -> CaptureResult:
         now = iso(inputs.now)
         con = self.con
         undo = writer.Undo(candidate=p.candidate())
         memory_id, outdated = None, []
         with immediate(con):
             if plan.store:
-                self._revalidate(inputs, check, plan)
+                revalidate(con, inputs, check, plan, self.settings, self.cached_vector(p.content_hash), recheck)
             if plan.store:
                 memory_id = writer.new_id(con)
             for mid in plan.retire:
@@ -296,21 +304,6 @@ class Store:
         result_urn = urn(p.domain, p.namespace, memory_id) if memory_id else check.matched_urn
         return CaptureResult(plan.store, plan.decision, memory_id or check.matched_memory_id, result_urn, check,
                              decision_id, list(plan.retire), plan.reasoning, plan.warnings, outdated, p.redacted)
-
-    def _revalidate(self, inputs: CheckInputs, check: CheckResult, plan: "Plan") -> None:
-        """Under the write lock: another process may have stored the same text, or retired our match."""
-        from subcog_store.text.normalize import content_hash
-
-        plan.retire = [mid for mid in plan.retire if (m := writer.get(self.con, mid)) and m.status == "active"]
-        if not plan.retire and plan.decision in ("replaced", "merged"):
-            plan.decision, plan.content = "stored", inputs.content
-        text_hash = inputs.content_hash if plan.content == inputs.content else content_hash(plan.content)
-        found = exact_tier(self.con, text_hash, inputs.namespace, inputs.domain)
-        if found and found[0] not in plan.retire:
-            plan.decision, plan.store, plan.retire = "hash_exact", False, []
-            check.is_duplicate, check.reason, check.method = True, "exact_match", "hash"
-            check.matched_memory_id, check.similarity_score = found[0], 1.0
-            check.matched_urn = urn(inputs.domain, inputs.namespace, found[0])
 
     def capture_many(self, requests: Sequence[CaptureRequest], *, deadline: float | None = None,
                      dry_run: bool = False, dedupe_batch: bool = True) -> list["Outcome"]:

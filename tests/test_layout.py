@@ -238,9 +238,10 @@ def test_one_capture_runs_exactly_these_statements(store) -> None:
     named = {" ".join(text.split()): name for name, text in queries().items()}
     names = [named.get(s, s) for s in seen]
     assert names == [
-        "begin", "find_exact_match", "find_semantic_candidates", "find_recent_capture", "commit",
-        "outdated_candidates", "begin immediate", "pragma defer_foreign_keys = on", "find_exact_match", "get_memory",
-        "insert_memory", "insert_vector", "insert_bits", "log_bits", "insert_recent_capture", "insert_check",
+        "begin", "max_memory_seq", "find_exact_match", "find_semantic_candidates", "find_recent_capture", "commit",
+        "outdated_candidates", "begin immediate", "pragma defer_foreign_keys = on", "find_exact_match",
+        "new_semantic_neighbours", "get_memory", "insert_memory", "insert_vector", "insert_bits", "log_bits",
+        "insert_recent_capture", "insert_check",
         "log_decision", "commit"]
 
 

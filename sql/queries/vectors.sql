@@ -220,3 +220,35 @@ limit :k;
 -- name: sign_bits
 -- A query vector's sign bits, exactly as memory_bits stores them.
 select vec_quantize_binary(:embedding);
+
+-- name: max_memory_seq
+-- The newest memory row a check saw (the semantic tier is re-checked, under the write lock, against the rows
+-- written after it).
+select coalesce(max(seq), 0) from memories;
+
+-- name: new_semantic_neighbours
+-- The active memories of a scope written after :after, scored against an embedding (the re-check of the
+-- semantic tier under the write lock: a few rows, by rowid range, each vector looked up by its key).
+with fresh as materialized (
+  select seq, id, content
+  from memories
+  where seq > :after
+    and status = 'active'
+    and namespace = :namespace
+    and domain = :domain
+)
+select
+  fresh.id,
+  fresh.content,
+  1.0 - vec_distance_l2(v.embedding, :embedding) * vec_distance_l2(v.embedding, :embedding) / 2.0 as similarity
+from fresh
+cross join memory_vectors v on v.memory_seq = fresh.seq;
+
+-- name: new_memories_in_scope
+-- The active memories of a scope written after :after (the text tier's re-check under the write lock).
+select id, content
+from memories
+where seq > :after
+  and status = 'active'
+  and namespace = :namespace
+  and domain = :domain;

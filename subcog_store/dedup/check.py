@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Callable
 
 from subcog_store.db import knn
 from subcog_store.db.connection import dict_row, read_snapshot
-from subcog_store.db.memories import urn
+from subcog_store.db.memories import get as get_memory, urn
 from subcog_store.db.sqlfiles import q
 from subcog_store.dedup.rule import PairVerdict, PhraseSimilarity, judge
 from subcog_store.text.normalize import content_hash
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from subcog_store.config import Settings
+    from subcog_store.dedup.policies import Plan
 
 log = logging.getLogger("subcog_store.dedup")
 NEIGHBOURS = 5
@@ -75,6 +76,7 @@ class CheckResult:
     threshold: float | None = None
     enabled: bool = True
     knn: str | None = None             # how the semantic neighbours were found (db/knn.py)
+    seen_seq: int = 0                  # the newest memory row the check's snapshot held (see `new_neighbours`)
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -223,6 +225,7 @@ def run_check(con: "apsw.Connection", inputs: CheckInputs, settings: "Settings",
 
     if settings.dedup_enabled:
         with read_snapshot(con):  # every tier sees the same committed state
+            result.seen_seq = con.execute(q("max_memory_seq")).fetchone()[0]
             for tier, fn in (("exact", exact), ("semantic", semantic), ("recent", recent)):
                 timed(tier, fn)
                 if result.is_duplicate:
@@ -231,6 +234,61 @@ def run_check(con: "apsw.Connection", inputs: CheckInputs, settings: "Settings",
         result.enabled = False
     result.check_duration_ms = (time.perf_counter() - started) * 1000
     return result
+
+
+def revalidate(con: "apsw.Connection", inputs: CheckInputs, check: CheckResult, plan: "Plan", settings: "Settings",
+               vector: "np.ndarray | None", recheck: bool = True) -> None:
+    """Under the write lock, before a capture stores: another process may have stored the same text, or retired
+    its match (the plan is corrected), or, when `recheck`, stored a near one since the check (`check_again`)."""
+    plan.retire = [mid for mid in plan.retire if (m := get_memory(con, mid)) and m.status == "active"]
+    if not plan.retire and plan.decision in ("replaced", "merged"):
+        plan.decision, plan.content = "stored", inputs.content
+    text_hash = inputs.content_hash if plan.content == inputs.content else content_hash(plan.content)
+    found = exact_tier(con, text_hash, inputs.namespace, inputs.domain)
+    if found and found[0] not in plan.retire:
+        plan.decision, plan.store, plan.retire = "hash_exact", False, []
+        check.is_duplicate, check.reason, check.method = True, "exact_match", "hash"
+        check.matched_memory_id, check.similarity_score = found[0], 1.0
+        check.matched_urn = urn(inputs.domain, inputs.namespace, found[0])
+    elif recheck:
+        check_again(con, inputs, check, settings, vector)
+
+
+class NearMemoryWritten(Exception):
+    """Under the write lock: another process stored a memory near this capture after its check (the capture
+    rolls back, then checks and plans again)."""
+
+
+def check_again(con: "apsw.Connection", inputs: CheckInputs, result: CheckResult, settings: "Settings",
+                vector: "np.ndarray | None") -> None:
+    """Under the write lock, before storing what the check found unique: raise NearMemoryWritten when a memory
+    of the scope written since the check's snapshot (a few rows, usually none) is near enough for a policy to act
+    on. Two processes storing rewordings of one fact at once would otherwise both store it."""
+    fresh = new_neighbours(con, inputs, result, settings, vector)
+    if fresh:
+        best = max(fresh, key=lambda n: n.similarity)
+        log.info("capture of %s checked again: %s was written meanwhile (similarity %.3f)",
+                 inputs.content_hash[:16], best.memory_id, best.similarity)
+        raise NearMemoryWritten(best.memory_id)
+
+
+def new_neighbours(con: "apsw.Connection", inputs: CheckInputs, result: CheckResult, settings: "Settings",
+                   vector: "np.ndarray | None") -> list[Neighbour]:
+    """The memories of the scope written since the check's snapshot at or above the guard's floor."""
+    if "semantic" in result.tier_errors:
+        return []   # it failed open outside: so does its re-check
+    if "semantic" in result.tiers_run and vector is not None:
+        params = {"after": result.seen_seq, "namespace": inputs.namespace, "domain": inputs.domain,
+                  "embedding": vector.astype("float32").tobytes()}
+        found = [Neighbour(i, c, float(sim)) for i, c, sim in con.execute(q("new_semantic_neighbours"), params)]
+    elif "semantic:text" in result.tiers_run:
+        params = {"after": result.seen_seq, "namespace": inputs.namespace, "domain": inputs.domain}
+        found = [Neighbour(i, c, word_overlap(inputs.content, c))
+                 for i, c in con.execute(q("new_memories_in_scope"), params)]
+    else:
+        return []   # no semantic tier ran (disabled, short, failed open): the exact re-check is all there is
+    floor = guard_floor(result, settings)
+    return [n for n in found if n.similarity >= floor]
 
 
 def check_row(result: CheckResult, checked_at: str, fingerprint: str) -> dict:
