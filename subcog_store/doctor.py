@@ -11,7 +11,7 @@ from typing import Iterator
 import apsw
 
 from subcog_store.clock import iso
-from subcog_store.db import hook_state
+from subcog_store.db import files, hook_state
 from subcog_store.db.connection import connect, latest_version, schema_version
 from subcog_store.text.normalize import content_hash
 from subcog_store.db.sqlfiles import q
@@ -73,8 +73,11 @@ def diagnose(con: apsw.Connection, *, worker: bool = False) -> list[Finding]:
     version = schema_version(con)
     findings.append(Finding("schema_version", version == latest_version(),
                             f"version {version}, latest {latest_version()}"))
-    integrity = [r[0] for r in con.execute(q("quick_check"))]
-    findings.append(Finding("sqlite_integrity", integrity == ["ok"], "; ".join(integrity[:3])))
+    integrity = _integrity(con)
+    findings.append(Finding("sqlite_integrity", integrity == ["ok"], "; ".join(integrity[:3]) + (
+        "" if integrity == ["ok"] else ": the file is damaged, nothing more is written to it; `subcog-store "
+        "salvage > memories.jsonl` saves every memory that can still be read, `subcog-store --db NEW.db capture "
+        "--jsonl < memories.jsonl` puts them in a new store")))
     add("active_memory_has_vector", ids("active_without_vector"),
         "active memories without a vector (run `subcog-store reembed`)")
     add("vector_has_active_memory", ids("vector_without_active_memory"), "vectors without an active memory")
@@ -94,3 +97,16 @@ def diagnose(con: apsw.Connection, *, worker: bool = False) -> list[Finding]:
         "pending capture records that cannot be read (kept in hook_pending_set_aside by fingerprint; their "
         "sessions' next capture reads on from the saved offset; `delete from hook_pending_set_aside` once seen)")
     return findings + ([worker_finding()] if worker else [])
+
+
+def _integrity(con: apsw.Connection) -> list[str]:
+    """SQLite's quick check; a damaged file is recorded as such (no more writes), a sound one cleared."""
+    try:
+        integrity = [str(r[0]) for r in con.execute(q("quick_check"))]
+    except apsw.Error as e:   # so damaged that the check itself cannot run
+        integrity = [f"{type(e).__name__}: {e}"]
+    if integrity == ["ok"]:
+        files.clear_damage(con.filename)
+    else:
+        files.record_damage(con.filename, "; ".join(integrity[:2])[:300])
+    return integrity

@@ -32,6 +32,13 @@ class NotASubcogDatabase(DatabaseError):
     exit_code = 5
 
 
+class DatabaseDamaged(DatabaseError):
+    """The database file is damaged (SQLITE_CORRUPT, an unreadable vector blob): nothing more is written to it
+    until it is repaired or replaced (see `db.damage`)."""
+
+    exit_code = 8
+
+
 class IntegrityError(SubcogError):
     """`doctor` found a broken invariant."""
 
@@ -55,6 +62,21 @@ _SQLITE_MESSAGES = {
     "CantOpenError": "the database file cannot be opened",
     "PermissionsError": "no permission to use the database file",
 }
+
+
+# What SQLite and sqlite-vec say when a page or a vector blob cannot be read as written (beside CorruptError).
+_CORRUPTION_WORDS = ("database disk image is malformed", "blob read error", "opening blob failed",
+                     "error opening vector blob", "could not open vectors blob", "malformed database schema")
+
+
+def points_to_corruption(error: BaseException) -> bool:
+    """A SQLite (apsw) error that means the file is damaged, not busy, full or misused."""
+    if type(error).__module__ != "apsw":
+        return False
+    if type(error).__name__ == "CorruptError":
+        return True
+    text = str(error).lower()
+    return any(words in text for words in _CORRUPTION_WORDS)
 
 
 def from_sqlite(error: BaseException, path: str = "") -> SubcogError | None:

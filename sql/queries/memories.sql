@@ -201,3 +201,18 @@ vacuum;
 -- name: checkpoint_truncate
 -- Copy the WAL into the database and empty it.
 pragma wal_checkpoint(truncate);
+
+-- name: salvage_memories
+-- Memories after :after in seq order, :limit at most (`salvage` of a damaged file: a block that cannot be read
+-- is read again row by row with salvage_memory).
+select seq, id, domain, namespace, content, importance, tags, status, source, session_id, created_at
+from memories
+where seq > :after
+order by seq
+limit :limit;
+
+-- name: salvage_memory
+-- One memory by seq (`salvage`, row by row).
+select seq, id, domain, namespace, content, importance, tags, status, source, session_id, created_at
+from memories
+where seq = :seq;

@@ -251,7 +251,7 @@ def _capture_all(run: Run, store, candidates: list, options: HookOptions, deadli
                  ) -> tuple[int, int] | None:
     """Capture (or, dry run, check) the candidates, repeats within the batch skipped; returns where to resume
     (record offset, piece start) when the time budget or the lock stopped the run first (None: all handled)."""
-    from subcog_store.errors import DatabaseError
+    from subcog_store.errors import DatabaseDamaged, DatabaseError
     from subcog_store.store import CaptureRequest
 
     requests = [CaptureRequest(c.text, c.namespace, options.domain, round(c.confidence, 2), options.tags,
@@ -262,6 +262,10 @@ def _capture_all(run: Run, store, candidates: list, options: HookOptions, deadli
             run.fail("time budget used up; the rest is captured next time", "budget")
             return c.offset, c.char_start
         if o.error is not None:
+            if isinstance(o.error, DatabaseDamaged):
+                run.fail("the memory store is damaged, nothing is written to it (run `subcog-store doctor`)",
+                         o.error)
+                return c.offset, c.char_start
             if isinstance(o.error, DatabaseError) and "locked" in str(o.error):
                 run.fail("memory store locked; the rest is captured next time", o.error)
                 return c.offset, c.char_start

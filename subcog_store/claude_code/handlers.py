@@ -123,6 +123,9 @@ def dispatch(event: str | None, raw: bytes, db: Path, *, dry_run: bool = False, 
                 return recall_hooks.session_start(parsed, db, on_answer=on_answer)
             return recall_hooks.user_prompt_submit(parsed, db, use_model=use_model, on_answer=on_answer)
         except Exception as e:  # noqa: BLE001 - fail open: nothing injected, the reason in the log
+            from subcog_store.db import files   # lazy: only when a recall hook failed
+
+            files.note_damage(db, e)
             log.warning("%s failed: %s: %s", event, type(e).__name__, e)
             return ""
     log.warning("unknown hook event %r", event)

@@ -155,9 +155,10 @@ def run(parser: argparse.ArgumentParser, argv: list[str] | None = None) -> int:
         print(f"subcog-store: invalid input: text that is not valid UTF-8 ({e.reason})", file=sys.stderr)
         return InvalidInput.exit_code
     except Exception as e:  # noqa: BLE001 - a SQLite error that reached here still gets a documented code
-        from subcog_store.errors import from_sqlite
+        from subcog_store.db import files   # lazy: only when a command failed on SQLite
+        from subcog_store.errors import from_sqlite, points_to_corruption
 
-        mapped = from_sqlite(e)
+        mapped = (files.note_damage(db_path(args), e) if points_to_corruption(e) else None) or from_sqlite(e)
         if mapped is None:
             raise
         print(f"subcog-store: {mapped}", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""Upkeep and measurement: doctor, reembed, redact, eval-pairs."""
+"""Upkeep and measurement: doctor, salvage, reembed, redact, eval-pairs."""
 # Lazy imports: each command imports what it runs (every command is registered at start-up).
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from subcog_store.errors import InvalidInput
 
 def register(sub, add) -> None:
     add("doctor", "verify the store's invariants (exit 6 when one fails)", cmd_doctor)
+    add("salvage", "print every active memory a damaged database still holds, as JSON lines for capture --jsonl",
+        cmd_salvage)
     add("reembed", "embed active memories that have no vector (stored while the model was missing)", cmd_reembed)
     p = add("redact", "apply the current secret rules to everything stored (memories, decision log, hook runs)",
             cmd_redact)
@@ -32,6 +34,30 @@ def cmd_doctor(args: argparse.Namespace) -> int:
          "\n".join(f"{'ok  ' if f.ok else 'FAIL'} {f.check}: {f.detail}"
                    + (f" (e.g. {', '.join(f.examples)})" if f.examples else "") for f in findings))
     return 6 if bad else 0
+
+
+def cmd_salvage(args: argparse.Namespace) -> int:
+    import sys
+
+    from subcog_store.cli.app import db_path
+    from subcog_store.db.connection import connect
+    from subcog_store.errors import NotFound
+    from subcog_store.db.salvage import Tally, salvage
+
+    path = db_path(args)
+    if not path.exists():
+        raise NotFound(f"{path} does not exist")
+    con = connect(path, readonly=True, migrate=False)
+    tally = Tally()
+    try:
+        for line in salvage(con, tally):
+            sys.stdout.write(line + "\n")
+    finally:
+        con.close()
+    sys.stdout.flush()
+    print(f"subcog-store: salvaged {tally.saved} active memories; {tally.unreadable} rows could not be read; "
+          f"{tally.retired} retired memories left out", file=sys.stderr)
+    return 0
 
 
 def cmd_reembed(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ from typing import Iterator
 import apsw
 
 from subcog_store.db import locks
+from subcog_store.db import files
 from subcog_store.errors import DatabaseError, NotASubcogDatabase
 from subcog_store.text.normalize import content_hash
 from subcog_store.db.sqlfiles import migrations, q
@@ -123,16 +124,6 @@ def connect(path: str | os.PathLike, *, readonly: bool = False, migrate: bool = 
     return con
 
 
-def file_id(path: str | os.PathLike) -> tuple[int, int] | None:
-    """(device, inode) of the file at `path`, None when there is none: which file a path names right now (a
-    long-lived process compares it with the one it opened, a cheap stat per call)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
-
-
 def let_go(con: apsw.Connection) -> None:
     """Close a connection whose file was deleted or replaced at its path since it was opened. Its WAL (the
     `-wal` file at the path, which SQLite leaves behind for such a file) is first checkpointed into the file it
@@ -196,24 +187,32 @@ def migrate_to_latest(con: apsw.Connection, target: int | None = None) -> list[s
 @contextmanager
 def immediate(con: apsw.Connection) -> Iterator[apsw.Connection]:
     """A write transaction that takes the write lock up front (BEGIN IMMEDIATE), so check-then-write is safe
-    across processes; commits on success, rolls back on any exception."""
-    con.execute("begin immediate")
-    # Foreign keys checked at commit: a retired memory may name its successor before that row is inserted.
-    con.execute("pragma defer_foreign_keys = on")
+    across processes; commits on success, rolls back on any exception. A file found damaged is never written
+    (DatabaseDamaged, see `db.damage`), and an error in here that points to corruption records it so."""
+    files.check_writable(con.filename)
     try:
-        yield con
-    except BaseException:
-        if not con.getautocommit():
-            con.execute("rollback")
-        raise
-    try:
-        con.execute("commit")
-    except BaseException:  # a commit that fails (disk full, I/O error) must not leave the transaction open
+        con.execute("begin immediate")
+        # Foreign keys checked at commit: a retired memory may name its successor before that row is inserted.
+        con.execute("pragma defer_foreign_keys = on")
         try:
+            yield con
+        except BaseException:
             if not con.getautocommit():
                 con.execute("rollback")
-        except apsw.Error:
-            pass  # the commit's own error is the one to report
+            raise
+        try:
+            con.execute("commit")
+        except BaseException:  # a commit that fails (disk full, I/O error) must not leave the transaction open
+            try:
+                if not con.getautocommit():
+                    con.execute("rollback")
+            except apsw.Error:
+                pass  # the commit's own error is the one to report
+            raise
+    except apsw.Error as e:
+        refused = files.note_damage(con.filename, e)
+        if refused is not None:
+            raise refused from e
         raise
 
 

@@ -22,8 +22,10 @@ from pathlib import Path
 import apsw
 
 from subcog_store.db import locks
-from subcog_store.db.connection import file_id, immediate
+from subcog_store.db.connection import immediate
+from subcog_store.db.files import file_id
 from subcog_store.db.sqlfiles import q
+from subcog_store.errors import DatabaseDamaged
 
 log = logging.getLogger("subcog_store.deferred")
 # what may be deferred -> the statement that applies a spooled row (each safe to apply twice)
@@ -66,6 +68,9 @@ def write_or_defer(con: apsw.Connection, db: str | os.PathLike, writes: list[Wri
         return "written"
     except apsw.BusyError:
         pass
+    except DatabaseDamaged as e:   # never written again: the answer stands, the reason is in the log already
+        log.warning("bookkeeping not written: %s", str(e).split(";")[0])
+        return "dropped"
     finally:
         locks.default(con)
         if claim is not None:

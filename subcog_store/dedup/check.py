@@ -10,7 +10,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Callable
 
-from subcog_store.db import knn
+from subcog_store.db import files, knn
 from subcog_store.db.connection import dict_row, read_snapshot
 from subcog_store.db.memories import get as get_memory, urn
 from subcog_store.db.sqlfiles import q
@@ -180,7 +180,10 @@ def run_check(con: "apsw.Connection", inputs: CheckInputs, settings: "Settings",
         t0 = time.perf_counter()
         try:
             fn()
-        except Exception as e:  # fail open: a broken tier is skipped and reported
+        except Exception as e:  # fail open: a broken tier is skipped and reported; a damaged file is not
+            refused = files.note_damage(con.filename, e)
+            if refused is not None:
+                raise refused from e
             result.tier_errors[tier] = f"{type(e).__name__}: {e}"[:300]
         result.tier_ms[tier] = (time.perf_counter() - t0) * 1000
 

@@ -121,7 +121,8 @@ class Tools:
         with `update settings` is seen without a restart) and the file at its path is checked to be the one it
         opened: one deleted or replaced since (device and inode) is let go and the path opened anew, never a
         write into a file nobody will read again."""
-        from subcog_store.db.connection import file_id, let_go
+        from subcog_store.db.connection import let_go
+        from subcog_store.db.files import file_id
 
         if self._store is not None and not self._fresh and file_id(self.db) != self._opened:
             log.warning("the database file %s was deleted or replaced since it was opened: opening it anew",
@@ -168,9 +169,10 @@ class Tools:
         except SubcogError as e:
             raise ToolError(str(e)) from None
         except Exception as e:  # noqa: BLE001 - a SQLite error, a bug: the server answers and keeps serving
+            from subcog_store.db import files
             from subcog_store.errors import from_sqlite
 
-            mapped = from_sqlite(e, str(self.db))
+            mapped = files.note_damage(self.db, e) or from_sqlite(e, str(self.db))
             if mapped is None:
                 log.exception("tool %s failed", name)
             raise ToolError(str(mapped) if mapped else f"internal error ({type(e).__name__}); see the server's "
