@@ -53,6 +53,12 @@ TORTURE ?= --full
 torture: setup
 	nice -n 10 $(BIN)/python -m bench.torture $(TORTURE)
 
+# Issue 29's faults injected as they were found (bench/faults.py): every case twice in a row, two CPU-bound processes
+# beside it, and the price of the semantic re-check on the capture path; its section of bench/torture/RESULTS.md.
+.PHONY: faults
+faults: setup
+	nice -n 10 $(BIN)/python -m bench.faults --cost
+
 # The real Claude Code client end to end, offline (tests/e2e/README.md): fetched once with npm into
 # $XDG_CACHE_HOME/subcog-store-e2e. Exit 77 of the harness (the npm registry cannot be reached) is a SKIP line, not
 # a failure; any failed check fails the target.
