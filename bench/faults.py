@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.faults_cases import CASES, Ctx, Row, recheck_cost
+from bench.faults_cases import CASES, ISSUE_22_CASES, Ctx, Row, recheck_cost
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "torture" / "RESULTS.md"
@@ -47,8 +47,10 @@ def run_all(args: argparse.Namespace, work: Path, python: str = sys.executable, 
     runs = []
     for r in range(args.repeat if label == "run" else 1):
         rows = []
-        for key, case in CASES.items():
-            if args.only and key not in args.only.split(","):
+        pool = {**CASES, **ISSUE_22_CASES}
+        chosen = args.only.split(",") if args.only else [*CASES, *(ISSUE_22_CASES if args.with_22 else [])]
+        for key, case in pool.items():
+            if key not in chosen:
                 continue
             ctx = Ctx(work / f"{label}{r}" / key, args, python)
             started = time.monotonic()
@@ -119,9 +121,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=2, help="runs in a row (default 2)")
     parser.add_argument("--burners", type=int, default=2, help="CPU-bound processes beside it (default 2)")
-    parser.add_argument("--only", help="comma-separated cases: " + ", ".join(CASES))
+    parser.add_argument("--only", help="comma-separated cases: " + ", ".join([*CASES, *ISSUE_22_CASES]))
     parser.add_argument("--lock-secs", type=float, default=30.0, help="how long the write lock is held (case 1)")
     parser.add_argument("--loop-secs", type=float, default=60.0, help="how long the eight writers loop (case 5)")
+    parser.add_argument("--with-22", action="store_true", help="also items 8 and 10 (issue 22's): " +
+                        ", ".join(ISSUE_22_CASES))
     parser.add_argument("--cost", action="store_true", help="also measure item 5's re-check on the capture path")
     parser.add_argument("--baseline", metavar="TREE", help="first run every case once against another checkout "
                         "with its own .venv (e.g. the commit before the fixes, in a `git worktree add --detach`)")

@@ -597,6 +597,73 @@ def worker_wait(ctx: Ctx) -> Row:
     return row
 
 
+# ------------------------------------------------------------------------------------------- 8 and 10 (issue 22's)
+def huge_record(ctx: Ctx, paragraphs: int = 3000) -> Row:
+    """One assistant record of 3,000 decision paragraphs captured by successive pre-compact runs (default
+    budget, the model, the machine's load): every run within its budget and making progress, all captured."""
+    from bench.torture import decision, record
+
+    row = Row(f"8 a {paragraphs:,}-paragraph record over successive runs")
+    path, db = ctx.work / "huge.jsonl", ctx.work / "m.db"
+    path.write_bytes(record("\n\n".join(decision(800_000 + i) for i in range(paragraphs)), "h0"))
+    before = -1
+    for n in range(40):
+        proc, elapsed = ctx.hook(db, "pre-compact", capture_payload(path, "huge"))
+        row.trials += 1
+        row.errors += int(proc.returncode != 0 or proc.stderr != b"")
+        row.within_budget += int(elapsed <= 20.0 + 1.5)
+        now = rows(db, "select count(*) from memories where status = 'active'")[0][0]
+        if b"nothing new" in proc.stdout:
+            break
+        if now == before:
+            row.errors += 1
+            row.note(f"run {n + 1} made no progress ({now} memories)")
+            break
+        before = now
+    captured = rows(db, "select count(*) from memories where status = 'active'")[0][0]
+    row.lost = max(paragraphs - captured, 0)
+    row.twice = twins(db)
+    row.note(f"{captured} of {paragraphs} captured in {row.trials} runs")
+    return row
+
+
+def both_paths(ctx: Ctx, sessions: int = 12) -> Row:
+    """Twelve real transcripts, each through pre-compact then session-start (compact): in process, and through a
+    warm worker that served other stores first; the two stores must hold the same memories."""
+    shared = Path(os.environ.get("SUBCOG_SHARED_DIR") or REPO.parent / "shared") / "samples" / "real" / "train"
+    found = sorted(shared.glob("*.jsonl"))[:sessions]
+    row = Row(f"10 {len(found)} real transcripts in process and through a worker with a history")
+    if not found:
+        row.note(f"skipped: {shared} not present")
+        return row
+    ctx.start_worker()
+    for warm_up in range(3):   # the worker's history: other stores' captures and recalls
+        other = ctx.work / f"other{warm_up}.db"
+        ctx.hook(other, "pre-compact", capture_payload(found[-1 - warm_up], f"w{warm_up}"), worker=True)
+    stores = {}
+    for way in ("in-process", "worker"):
+        db = ctx.work / f"{way}.db"
+        for i, transcript in enumerate(found):
+            path = ctx.work / f"{way}-{transcript.name}"
+            shutil.copyfile(transcript, path)
+            for _ in range(10):   # a capture deferred for its budget is completed by the next runs
+                proc, _ = ctx.hook(db, "pre-compact", capture_payload(path, f"s{i}"), worker=way == "worker")
+                row.errors += int(proc.returncode != 0 or proc.stderr != b"")
+                if b"nothing new" in proc.stdout or b"stopped early" not in proc.stdout:
+                    break
+            ctx.hook(db, "session-start", {"session_id": f"s{i}", "cwd": "/", "source": "compact",
+                                           "hook_event_name": "SessionStart"}, worker=way == "worker")
+        stores[way] = {c for c, in rows(db, "select content from memories where status = 'active'")}
+    row.trials = len(stores["in-process"])
+    row.within_budget = len(stores["in-process"] & stores["worker"])
+    row.lost = len(stores["in-process"] - stores["worker"])
+    row.twice = len(stores["worker"] - stores["in-process"])
+    row.note(f"in process {len(stores['in-process'])} memories, through the worker {len(stores['worker'])}")
+    return row
+
+
+# Issue 22's engineer owns 8 and 10: run with --with-22 until they have landed.
+ISSUE_22_CASES = {"huge-record": huge_record, "both-paths": both_paths}
 CASES = {"recall-lock": recall_under_lock, "mcp-replaced": mcp_file_replaced, "pending": bad_pending_row,
          "clock": clock_back, "rewordings": rewordings_together, "eight-writers": eight_writers,
          "damaged": damaged_file, "mcp-piped": mcp_piped, "worker-wait": worker_wait}
