@@ -87,7 +87,8 @@ while time.monotonic() < end:
     kind = rng.choice(("repeat", "rewording", "new"))
     if kind == "new":
         n += 1
-        text = f"Note {seed}-{n}: the {rng.choice(['billing', 'search', 'auth', 'export'])} job {seed * 1000 + n} keeps its state in table t{seed}_{n}."
+        job = rng.choice(["billing", "search", "auth", "export"])
+        text = f"Note {seed}-{n}: the {job} job {seed * 1000 + n} keeps its state in table t{seed}_{n}."
     else:
         text = rng.choice(pairs)[0 if kind == "repeat" else 1]
     try:
@@ -269,7 +270,8 @@ class Mcp:
     """The server in its own process (SUBCOG_DB in the case's environment), spoken to line by line."""
 
     def __init__(self, ctx: Ctx):
-        self.proc = ctx.popen([*ctx.cli_cmd, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.proc = ctx.popen([*ctx.cli_cmd, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL)
         self.next = 0
         self.ask("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
                                 "clientInfo": {"name": "faults", "version": "1"}})

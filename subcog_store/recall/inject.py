@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING
 
 from subcog_store.clock import iso, parse_iso
 from subcog_store.db.connection import dict_rows, immediate
+from subcog_store.db.deferred import Write, spooled
 from subcog_store.db.memories import Memory
 from subcog_store.db.sqlfiles import q
 from subcog_store.recall.search import search
 from subcog_store.text.normalize import fingerprint
 
 if TYPE_CHECKING:
-    from subcog_store.db.deferred import Write
     from subcog_store.store import Store
 
 PROMPT_HEADER = "Memories from earlier sessions of this project that may bear on this prompt (subcog):"
@@ -76,9 +76,7 @@ class SessionState:
     database's rows, plus the bookkeeping not written yet (spooled while the store was locked, and `pending`,
     this hook's own)."""
 
-    def __init__(self, store: "Store", session_id: str | None, pending: "list[Write] | tuple" = ()):
-        from subcog_store.db.deferred import spooled
-
+    def __init__(self, store: "Store", session_id: str | None, pending: list[Write] | tuple = ()):
         self.session_id = session_id
         con = store.con
         self.injected = {r["id"] for r in dict_rows(con.execute(q("injected_in_session"),
@@ -157,7 +155,7 @@ def prompt_context(store: "Store", prompt: str, domain: str, session_id: str | N
 
 
 def start_index(store: "Store", domain: str, session_id: str | None, budget_tokens: int | None = None,
-                header: str | None = None, pending: "list[Write] | tuple" = ()) -> Recall:
+                header: str | None = None, pending: list[Write] | tuple = ()) -> Recall:
     """The project's most important current memories, one line each, within the start budget (`pending`: this
     hook's bookkeeping not written yet, see SessionState)."""
     s = store.settings
@@ -195,10 +193,8 @@ def start_index(store: "Store", domain: str, session_id: str | None, budget_toke
 
 
 def log_row(store: "Store", recall: Recall, *, hook: str, domain: str, session_id: str | None,
-            query: str | None, started: float) -> "Write":
+            query: str | None, started: float) -> Write:
     """The recall_log row of one call (the query's fingerprint, never its text)."""
-    from subcog_store.db.deferred import Write
-
     return Write("log_recall", {
         "recalled_at": iso(store.clock()), "session_id": session_id, "hook": hook, "domain": domain,
         "query_fingerprint": fingerprint(query) if query else None, "method": recall.method,
@@ -215,10 +211,8 @@ def log(store: "Store", recall: Recall, *, hook: str, domain: str, session_id: s
         store.con.execute(q(row.name), row.params)
 
 
-def compaction(store: "Store", session_id: str) -> "Write":
+def compaction(store: "Store", session_id: str) -> Write:
     """The session was compacted now: what it captured so far becomes recallable in it."""
-    from subcog_store.db.deferred import Write
-
     return Write("record_compaction", {"session_id": session_id, "compacted_at": iso(store.clock())})
 
 
