@@ -128,3 +128,27 @@ def test_a_file_restored_at_the_path_is_written_again(world, sound):
     (world.tmp / "restored.db").replace(world.db)
     proc = world.cli("capture", "-n", "decisions", "--domain", DOMAIN, NEW_FACT)
     assert proc.returncode == 0 and proc.stdout.startswith(b"stored "), proc
+
+
+def test_salvage_reads_past_a_damaged_page_of_the_memories(tmp_path):
+    """A block that cannot be read is read again row by row: only the rows on the damaged page are lost."""
+    from subcog_store.store import CaptureRequest, Store
+
+    world = World(tmp_path)
+    texts = [f"Decision {i}: the {['billing', 'search', 'auth'][i % 3]} service {i} keeps its queue in table q{i} "
+             f"and retries failed jobs {i % 7 + 2} times." for i in range(400)]
+    with Store(world.db, environ={"SUBCOG_DEDUP_SEMANTIC_ENABLED": "false"}) as store:
+        store.capture_many([CaptureRequest(t, "decisions", DOMAIN) for t in texts], dedupe_batch=False)
+        store.con.execute("pragma wal_checkpoint(TRUNCATE)")
+        leaves = [p for p, in store.con.execute("select pageno from dbstat where name = 'memories' and "
+                                                "pagetype = 'leaf' order by pageno")]
+        size = store.con.execute("pragma page_size").fetchone()[0]
+    with open(world.db, "r+b") as f:
+        f.seek((leaves[len(leaves) // 2] - 1) * size)
+        f.write(b"\xde\xad\xbe\xef" * (size // 4))
+    salvaged = world.cli("salvage")
+    assert salvaged.returncode == 0, salvaged
+    lines = [json.loads(line)["content"] for line in salvaged.stdout.decode().splitlines()]
+    assert len(leaves) > 10 and len(texts) - 60 <= len(lines) < len(texts), (len(lines), len(leaves))
+    assert set(lines) <= set(texts)
+    assert b"rows could not be read" in salvaged.stderr
