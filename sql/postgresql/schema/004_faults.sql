@@ -1,5 +1,5 @@
 -- name: 004_faults
--- Issue 29 on PostgreSQL (as SQLite's 012 and 013): a pending-capture record that cannot be read is set aside
+-- Issue 29 on PostgreSQL (as SQLite's 013 and 014): a pending-capture record that cannot be read is set aside
 -- here (doctor reports it); the recent window's capacity prune keeps the newest rows by insertion order (id),
 -- not by a clock that can jump back, and the age prune drops rows stamped more than a window ahead too.
 
