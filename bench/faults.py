@@ -132,9 +132,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-write", action="store_true", help="print only")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     args = parser.parse_args(argv)
-    from subcog_store.model import provider
-
-    provider.use_local()   # this process embeds itself; every worker is a case's own, in its own runtime directory
     work = Path(tempfile.mkdtemp(prefix="subcog-faults-"))
     logging.basicConfig(filename=work / "bench.log", level=logging.INFO)   # the library's own lines, not stderr
     load = (tuple(round(x, 2) for x in os.getloadavg()),)

@@ -16,6 +16,7 @@ from typing import Callable, Mapping
 
 from subcog_store.errors import ConfigError
 from subcog_store.text.namespaces import NAMESPACES, env_suffix
+from subcog_store.worker.protocol import HOOK_BUDGET_SECS
 
 POLICIES = ("skip", "verify", "replace", "merge")
 DEFAULT_THRESHOLDS = {"decisions": 0.92, "patterns": 0.90, "learnings": 0.88}
@@ -116,7 +117,7 @@ def _specs() -> list[Spec]:
         Spec("db", _text, None, scope=p, help="database file"),
         Spec("model_dir", _text, None, scope=p, help="where model.onnx and tokenizer.json are"),
         Spec("hook_log", _text, None, scope=p, help="the hooks' log file"),
-        Spec("hook_budget_secs", _float, 20.0, 0.1, 600.0, scope=p),
+        Spec("hook_budget_secs", _float, HOOK_BUDGET_SECS, 0.1, 600.0, scope=p),
         Spec("hook_min_confidence", _float, None, 0.0, 1.0, scope=p, help="default: the scorer's own threshold"),
         Spec("hook_include_sidechain", _bool, False, scope=p),
         Spec("hook_domain", _label, None, scope=p),
@@ -198,6 +199,11 @@ class Settings:
         return {k: self.values[k] for k in TRIGGER_SETTINGS if self.origins[k] == "env"}  # type: ignore[misc]
 
     @property
+    def environ(self) -> Mapping[str, str]:
+        """The environment these settings were read from."""
+        return self._environ
+
+    @property
     def model_dir(self) -> Path | None:
         """SUBCOG_MODEL_DIR when this settings' environment sets it (else None: the process's own is used)."""
         return model_dir(self._environ) if self._environ.get("SUBCOG_MODEL_DIR") else None
@@ -211,10 +217,11 @@ def process_setting(key: str, environ: Mapping[str, str] | None = None) -> objec
     return _parse(spec, raw, spec.env) if raw != "" else spec.default
 
 
-def process_setting_or_default(key: str, warn: Callable[[str], None]) -> object:
+def process_setting_or_default(key: str, warn: Callable[[str], None], environ: Mapping[str, str] | None = None
+                               ) -> object:
     """`process_setting`, or its default when the environment's value does not parse (`warn` gets why)."""
     try:
-        return process_setting(key)
+        return process_setting(key, environ)
     except ConfigError as e:
         warn(f"{e}; using the default")
         return SPECS[key].default

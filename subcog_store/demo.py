@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from subcog_store.db.sqlfiles import q
+from subcog_store.db import decisions
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
@@ -58,7 +58,7 @@ def main() -> int:
     print(json.loads(output)["hookSpecificOutput"]["additionalContext"] if output.strip() else "(nothing)")
     print(check_contract("SessionStart", output) + "\n")
     print("## audit: the decision log, from the stock sqlite3 shell (no extension needed)")
-    audit = q("audit_decisions").rstrip(";") + ";"
+    audit = decisions.audit_sql()
     if shutil.which("sqlite3"):
         print(f"$ sqlite3 -header -column {db} \"{' '.join(audit.split())}\"")
         subprocess.run(["sqlite3", "-header", "-column", str(db), audit], check=False)

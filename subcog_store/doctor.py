@@ -6,16 +6,16 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
-
-import apsw
+from typing import TYPE_CHECKING, Iterator
 
 from subcog_store.clock import iso
-from subcog_store.db import files, hook_state
+from subcog_store.db import files, hook_state, integrity as db_integrity, memories, vectors
 from subcog_store.db.connection import connect, latest_version, schema_version
 from subcog_store.text.normalize import content_hash
-from subcog_store.db.sqlfiles import q
 from subcog_store.errors import NotFound
+
+if TYPE_CHECKING:
+    import apsw
 
 
 @dataclass
@@ -59,13 +59,10 @@ def worker_finding() -> Finding:
     return Finding("worker", info["state"] != "unsafe", detail)
 
 
-def diagnose(con: apsw.Connection, *, worker: bool = False) -> list[Finding]:
+def diagnose(con: "apsw.Connection", *, worker: bool = False) -> list[Finding]:
     """Run every invariant check; a failed one has ok=False and up to five example ids. `worker`: also report
     the warm worker (the `doctor` command)."""
     findings = []
-
-    def ids(name: str) -> list[str]:
-        return [str(r[0]) for r in con.execute(q(name))]
 
     def add(check: str, bad: list[str], what: str) -> None:
         findings.append(Finding(check, not bad, f"{len(bad)} {what}" if bad else "ok", bad[:5]))
@@ -78,17 +75,18 @@ def diagnose(con: apsw.Connection, *, worker: bool = False) -> list[Finding]:
         "" if integrity == ["ok"] else ": the file is damaged, nothing more is written to it; `subcog-store "
         "salvage > memories.jsonl` saves every memory that can still be read, `subcog-store --db NEW.db capture "
         "--jsonl < memories.jsonl` puts them in a new store")))
-    add("active_memory_has_vector", ids("active_without_vector"),
+    add("active_memory_has_vector", vectors.missing(con),
         "active memories without a vector (run `subcog-store reembed`)")
-    add("vector_has_active_memory", ids("vector_without_active_memory"), "vectors without an active memory")
-    add("vector_scope_matches", ids("vector_scope_mismatch"), "vectors filed under the wrong namespace/domain")
-    add("vector_bits_match", ids("bits_mismatch"),
+    add("vector_has_active_memory", db_integrity.vectors_without_active_memory(con),
+        "vectors without an active memory")
+    add("vector_scope_matches", db_integrity.vectors_in_wrong_scope(con), "vectors filed under the wrong namespace/domain")
+    add("vector_bits_match", [str(seq) for seq in vectors.stale_bits(con)],
         "vectors whose sign bits are missing, stale or left over (run `subcog-store reembed`)")
-    stale = [mid for mid, content, stored in con.execute(q("all_hashes")) if content_hash(content) != stored]
+    stale = [mid for mid, content, stored in memories.hashes(con) if content_hash(content) != stored]
     add("stored_hash_matches_content", stale, "memories whose stored hash does not match their content")
-    add("one_active_per_hash", [f"{r[0]}/{r[1]}/{r[2][:16]}" for r in con.execute(q("duplicate_active_hashes"))],
+    add("one_active_per_hash", [f"{r[0]}/{r[1]}/{r[2][:16]}" for r in db_integrity.duplicate_active(con)],
         "scopes with the same content active twice")
-    add("successor_exists", ids("dangling_successors"), "retired memories pointing at a missing successor")
+    add("successor_exists", db_integrity.dangling_successors(con), "retired memories pointing at a missing successor")
     pending = hook_state.pending_before(con, iso(time.time() - hook_state.STALE_SECS))
     add("no_capture_left_pending", [f"{p.get('session_id', '')} {p['transcript_path']}" for p in pending.records],
         "transcript captures left pending by a warm worker that died (the next capture hook redoes them)")
@@ -99,12 +97,9 @@ def diagnose(con: apsw.Connection, *, worker: bool = False) -> list[Finding]:
     return findings + ([worker_finding()] if worker else [])
 
 
-def _integrity(con: apsw.Connection) -> list[str]:
+def _integrity(con: "apsw.Connection") -> list[str]:
     """SQLite's quick check; a damaged file is recorded as such (no more writes), a sound one cleared."""
-    try:
-        integrity = [str(r[0]) for r in con.execute(q("quick_check"))]
-    except apsw.Error as e:   # so damaged that the check itself cannot run
-        integrity = [f"{type(e).__name__}: {e}"]
+    integrity = db_integrity.sqlite_check(con)
     if integrity == ["ok"]:
         files.clear_damage(con.filename)
     else:

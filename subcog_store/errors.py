@@ -51,19 +51,6 @@ class NotFound(SubcogError):
     exit_code = 7
 
 
-_SQLITE_MESSAGES = {
-    "FullError": "the disk is full (or the database reached its size limit); nothing was written",
-    "IOError": "an I/O error while reading or writing the database; nothing was written",
-    "CorruptError": "the database file is corrupt",
-    "NotADBError": "the file is not a SQLite database",
-    "BusyError": "the database is locked by another process",
-    "LockedError": "the database is locked by another connection",
-    "ReadOnlyError": "the database is read-only",
-    "CantOpenError": "the database file cannot be opened",
-    "PermissionsError": "no permission to use the database file",
-}
-
-
 # What SQLite and sqlite-vec say when a page or a vector blob cannot be read as written (beside CorruptError).
 _CORRUPTION_WORDS = ("database disk image is malformed", "blob read error", "opening blob failed",
                      "error opening vector blob", "could not open vectors blob", "malformed database schema")
@@ -78,13 +65,3 @@ def points_to_corruption(error: BaseException) -> bool:
     text = str(error).lower()
     return any(words in text for words in _CORRUPTION_WORDS)
 
-
-def from_sqlite(error: BaseException, path: str = "") -> SubcogError | None:
-    """A SQLite (apsw) error as the documented DatabaseError (exit 4), or None when it is not one."""
-    if type(error).__module__ != "apsw":
-        return None
-    message = _SQLITE_MESSAGES.get(type(error).__name__)
-    where = f"{path}: " if path else ""
-    if message is None:
-        return DatabaseError(f"{where}database error: {error}")
-    return DatabaseError(f"{where}{message}")

@@ -9,12 +9,11 @@ from datetime import datetime, timezone
 from typing import Iterable
 
 from subcog_store.clock import iso
-from subcog_store.config import MAX_CONTENT_BYTES
+from subcog_store.config import MAX_CONTENT_BYTES, POLICIES
 from subcog_store.errors import InvalidInput
 from subcog_store.text.namespaces import canonical_domain, canonical_namespace
 from subcog_store.text.normalize import content_hash
 
-POLICIES = ("skip", "verify", "replace", "merge")
 MAX_LABEL_CHARS = 200      # session ids, sources
 MAX_TAGS = 50
 

@@ -5,18 +5,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
-import apsw
-
-from subcog_store.db import memories as writer
-from subcog_store.db.connection import immediate
+from subcog_store.db import decisions, hook_state, memories as writer, vectors
+from subcog_store.db.connection import immediate, rewrite_file
 from subcog_store.clock import iso
-from subcog_store.db.sqlfiles import q
 from subcog_store.errors import InvalidInput, SubcogError
 from subcog_store.text.namespaces import canonical_domain
 from subcog_store.text.normalize import content_hash
 
 if TYPE_CHECKING:
-    from subcog_store.store import Store
+    from subcog_store.core import Core
 
 Progress = Callable[[int, int], None]   # (done, total): a command's progress bar
 
@@ -25,51 +22,51 @@ def _quiet(done: int, total: int) -> None:
     pass
 
 
-def reembed(store: "Store", batch: int = 256, progress: Progress = _quiet) -> int:
+def reembed(store: "Core", batch: int = 256, progress: Progress = _quiet) -> int:
     """Embed every active memory without a vector (and rebuild stale sign bits); returns how many were embedded."""
     with immediate(store.con):
-        for (seq,) in store.con.execute(q("bits_mismatch")).fetchall():
+        for seq in vectors.stale_bits(store.con):
             writer.rebuild_bits(store.con, seq)
-    if store.embedder is None:
-        raise SubcogError(f"the model is not available: {store.embedder_error or 'semantic tier disabled'}")
-    missing = [r[0] for r in store.con.execute(q("active_without_vector"))]
+    if store.vectors.embedder is None:
+        raise SubcogError(f"the model is not available: {store.vectors.error or 'semantic tier disabled'}")
+    missing = vectors.missing(store.con)
     done = 0
     for start in range(0, len(missing), batch):
         progress(start, len(missing))
-        memories = [store.get(mid) for mid in missing[start:start + batch]]
-        vectors = store.embedder.embed_batch([m.content for m in memories])
+        memories = [writer.require(store.con, mid) for mid in missing[start:start + batch]]
+        embedded = store.vectors.embedder.embed_batch([m.content for m in memories])
         with immediate(store.con):
-            for memory, vector in zip(memories, vectors):
-                if store.get(memory.id).status == "active":
+            for memory, vector in zip(memories, embedded):
+                if writer.require(store.con, memory.id).status == "active":
                     writer.set_vector(store.con, memory.seq, memory.namespace, memory.domain, vector.tobytes())
                     done += 1
     progress(len(missing), len(missing))
     return done
 
 
-def forget(store: "Store", memory_id: str, reason: str | None = None) -> int:
+def forget(store: "Core", memory_id: str, reason: str | None = None) -> int:
     """Retire a memory (status deleted, out of search), logged and reversible with `reverse`; returns the
     decision id."""
-    memory = store.get(memory_id)
+    memory = writer.require(store.con, memory_id)
     if memory.status != "active":
         raise InvalidInput(f"memory {memory.id} is {memory.status}, not active; nothing to forget")
     now = iso(store.clock())
     with immediate(store.con):
-        undo = writer.Undo(before=[writer.retire(store.con, memory.id, "deleted", now)])
+        undo = decisions.Undo(before=[writer.retire(store.con, memory.id, "deleted", now)])
         undo.expect(memory.id, "deleted", None)
-        return writer.log_decision(store.con, writer.Decision(
+        return decisions.log_decision(store.con, decisions.Decision(
             decided_at=now, domain=memory.domain, namespace=memory.namespace, policy="forget",
             decision="forgotten", new_content=memory.content, new_hash=memory.content_hash,
             matched_memory_id=memory.id, matched_content=memory.content, memory_id=memory.id,
             reasoning=reason or "forgotten on request", undo=undo))
 
-def move_domain(store: "Store", source: str, target: str, progress: Progress = _quiet) -> dict:
+def move_domain(store: "Core", source: str, target: str, progress: Progress = _quiet) -> dict:
     """Move every memory of domain `source` to `target` (one logged, reversible decision each). A memory
     whose text is already active in `target` is merged into that one."""
     source, target = canonical_domain(source), canonical_domain(target)
     if source == target:
         raise InvalidInput("the source and target domains are the same")
-    ids = [r[0] for r in store.con.execute(q("domain_memory_ids"), {"domain": source}).fetchall()]
+    ids = writer.ids_in_domain(store.con, source)
     moved = merged = 0
     for n, memory_id in enumerate(ids):
         progress(n, len(ids))
@@ -83,10 +80,10 @@ def move_domain(store: "Store", source: str, target: str, progress: Progress = _
             # the snapshot before anything changed: retire() takes it when the text merges into `owner`
             first = writer.retire(store.con, memory.id, "merged", now, successor_id=owner) if owner else None
             moved_from = writer.move(store.con, memory.id, target, now)
-            undo = writer.Undo(before=[first or moved_from])
+            undo = decisions.Undo(before=[first or moved_from])
             undo.expect(memory.id, "merged" if owner else memory.status, owner or memory.successor_id)
             merged += bool(owner)
-            writer.log_decision(store.con, writer.Decision(
+            decisions.log_decision(store.con, decisions.Decision(
                 decided_at=now, domain=target, namespace=memory.namespace, policy="maintenance",
                 decision="moved", new_content=memory.content, new_hash=memory.content_hash,
                 matched_memory_id=owner, memory_id=memory.id, confirmed=True, undo=undo,
@@ -99,7 +96,7 @@ def move_domain(store: "Store", source: str, target: str, progress: Progress = _
 TEXT_KEYS = frozenset({"content", "new_content", "matched_content", "text"})  # where logged JSON holds texts
 
 
-def redact_store(store: "Store", dry_run: bool = False, progress: Progress = _quiet) -> dict:
+def redact_store(store: "Core", dry_run: bool = False, progress: Progress = _quiet) -> dict:
     """Apply the current secret rules to everything stored: memory texts (a text that becomes the same as another
     active memory of its scope is merged into it), the decision log with its undo snapshots, and hook run
     reports; then purge the full-text index and rewrite the file, so no replaced secret stays in its pages.
@@ -109,9 +106,8 @@ def redact_store(store: "Store", dry_run: bool = False, progress: Progress = _qu
 
     counts = {"secrets": 0, "memories": 0, "merged": 0, "decisions": 0, "hook_runs": 0, "dry_run": dry_run}
     con = store.con
-    memories, decisions, runs = (con.execute(q(name)).fetchall() for name in ("all_hashes", "decision_texts",
-                                                                              "hook_run_reports"))
-    total = len(memories) + len(decisions) + len(runs)
+    memories, texts_of_decisions, runs = writer.hashes(con), decisions.texts(con), hook_state.run_reports(con)
+    total = len(memories) + len(texts_of_decisions) + len(runs)
     for i, (memory_id, content, _) in enumerate(memories):
         progress(i, total)
         text, n = redact(content)
@@ -121,7 +117,8 @@ def redact_store(store: "Store", dry_run: bool = False, progress: Progress = _qu
         counts["memories"] += 1
         if not dry_run:
             counts["merged"] += _redact_memory(store, memory_id, text, content_hash(text), n)
-    for i, (decision_id, new_content, matched_content, reasoning, undo) in enumerate(decisions, len(memories)):
+    for i, (decision_id, new_content, matched_content, reasoning, undo) in enumerate(texts_of_decisions,
+                                                                                      len(memories)):
         progress(i, total)
         texts = [_redact_text(new_content), _redact_text(matched_content), _redact_text(reasoning),
                  _redact_json(undo)]
@@ -129,31 +126,27 @@ def redact_store(store: "Store", dry_run: bool = False, progress: Progress = _qu
             counts["decisions"] += 1
             if not dry_run:
                 with immediate(con):
-                    writer.redact_decision(con, decision_id, *(t for t, _ in texts))
-    for i, (run_id, report) in enumerate(runs, len(memories) + len(decisions)):
+                    decisions.redact_decision(con, decision_id, *(t for t, _ in texts))
+    for i, (run_id, report) in enumerate(runs, len(memories) + len(texts_of_decisions)):
         progress(i, total)
         text, n = _redact_json(report)
         if n:
             counts["hook_runs"] += 1
             if not dry_run:
                 with immediate(con):
-                    con.execute(q("redact_hook_run"), {"id": run_id, "report": text})
+                    hook_state.rewrite_report(con, run_id, text)
     counts["vacuumed"] = False
     if not dry_run and (counts["memories"] or counts["decisions"] or counts["hook_runs"]):
-        con.execute(q("purge_fts"))
-        try:
-            con.execute(q("vacuum"))
-            con.execute(q("checkpoint_truncate"))
-            counts["vacuumed"] = True
-        except apsw.BusyError:  # another process holds the file: the texts are replaced, free pages may remain
-            pass
+        writer.purge_text_index(con)
+        # another process holding the file: the texts are replaced, free pages may remain
+        counts["vacuumed"] = rewrite_file(con)
     return counts
 
 
-def _redact_memory(store: "Store", memory_id: str, text: str, new_hash: str, secrets: int) -> int:
+def _redact_memory(store: "Core", memory_id: str, text: str, new_hash: str, secrets: int) -> int:
     """Replace one memory's text; returns 1 when it merged into an identical active memory of its scope."""
     now = iso(store.clock())
-    vector = store.embed(text, new_hash) if store.embedder is not None else None
+    vector = store.vectors.embed(text, new_hash) if store.vectors.embedder is not None else None
     with immediate(store.con):
         memory = writer.get(store.con, memory_id)
         owner = writer.active_owner(store.con, memory.domain, memory.namespace, new_hash) \
@@ -164,10 +157,10 @@ def _redact_memory(store: "Store", memory_id: str, text: str, new_hash: str, sec
             writer.retire(store.con, memory.id, "merged", now, successor_id=owner)
         old = writer.get(store.con, memory.id)
         blob = vector.tobytes() if vector is not None else \
-            (store.con.execute(q("select_vector"), {"seq": memory.seq}).fetchone() or [None])[0]
+            vectors.searchable(store.con, memory.seq)
         writer.rewrite(store.con, old, content=text, importance=old.importance, tags=old.tags,
                        created_at=old.created_at, now=now, vector=blob if old.status == "active" else None)
-        writer.log_decision(store.con, writer.Decision(
+        decisions.log_decision(store.con, decisions.Decision(
             decided_at=now, domain=memory.domain, namespace=memory.namespace, policy="maintenance",
             decision="redacted", new_content=text, new_hash=new_hash, matched_memory_id=owner,
             memory_id=memory.id, confirmed=True,

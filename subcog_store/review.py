@@ -10,15 +10,14 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
 from subcog_store.clock import iso
-from subcog_store.db import memories as writer
-from subcog_store.db.connection import dict_row, dict_rows, immediate
-from subcog_store.db.sqlfiles import q
+from subcog_store.db import decisions, memories as writer
+from subcog_store.db.connection import immediate
 from subcog_store.dedup.policies import REJECTIONS
 from subcog_store.errors import InvalidInput, NotFound
 from subcog_store.text.normalize import content_hash
 
 if TYPE_CHECKING:
-    from subcog_store.store import Store
+    from subcog_store.core import Core
 
 
 @dataclass
@@ -35,8 +34,8 @@ class ReverseReport:
         return asdict(self)
 
 
-def decision(store: "Store", decision_id: int) -> dict:
-    row = dict_row(store.con.execute(q("get_decision"), {"id": _decision_id(decision_id)}))
+def decision(store: "Core", decision_id: int) -> dict:
+    row = decisions.get_row(store.con, _decision_id(decision_id))
     if row is None:
         raise NotFound(f"no decision with id {decision_id}")
     return row
@@ -52,20 +51,20 @@ def _decision_id(value: object) -> int:
     return number
 
 
-def unreviewed(store: "Store", limit: int = 100, include_all: bool = False) -> list[dict]:
-    return dict_rows(store.con.execute(q("list_decisions"), {"all": int(include_all), "limit": limit}))
+def unreviewed(store: "Core", limit: int = 100, include_all: bool = False) -> list[dict]:
+    return decisions.unreviewed(store.con, limit, include_all)
 
 
-def confirm(store: "Store", decision_id: int) -> dict:
+def confirm(store: "Core", decision_id: int) -> dict:
     entry = decision(store, decision_id)
     if entry["review_status"] == "reversed":
         raise InvalidInput(f"decision {decision_id} was reversed; it cannot be confirmed")
     with immediate(store.con):
-        writer.set_review_status(store.con, entry["id"], "confirmed", iso(store.clock()))
+        decisions.set_review_status(store.con, entry["id"], "confirmed", iso(store.clock()))
     return decision(store, decision_id)
 
 
-def reverse(store: "Store", decision_id: int, *, batch_only: bool = False) -> ReverseReport:
+def reverse(store: "Core", decision_id: int, *, batch_only: bool = False) -> ReverseReport:
     """Undo a decision: store a rejected text, or put back the memories it changed and retire what it stored.
 
     `batch_only` (the `unmerge` command) refuses anything but a batch merge."""
@@ -79,7 +78,7 @@ def reverse(store: "Store", decision_id: int, *, batch_only: bool = False) -> Re
         if batch_only:
             raise InvalidInput(f"decision {entry['id']} was already reversed")
         return ReverseReport(entry["id"], False, f"decision {entry['id']} is already reversed")
-    undo = writer.Undo.from_json(entry["undo"])
+    undo = decisions.Undo.from_json(entry["undo"])
     now = iso(store.clock())
     with immediate(store.con):
         if entry["decision"] in REJECTIONS or entry["decision"] == "in_batch":
@@ -87,18 +86,18 @@ def reverse(store: "Store", decision_id: int, *, batch_only: bool = False) -> Re
         else:
             report = _undo_write(store, entry, undo, now, strict=batch_only)
         if report.changed:
-            writer.set_review_status(store.con, entry["id"], "reversed", now)
+            decisions.set_review_status(store.con, entry["id"], "reversed", now)
     return report
 
 
-def _store_rejected(store: "Store", entry: dict, undo: writer.Undo, now: str) -> ReverseReport:
+def _store_rejected(store: "Core", entry: dict, undo: decisions.Undo, now: str) -> ReverseReport:
     candidate = undo.candidate or {"content": entry["new_content"]}
     content = candidate["content"]
     owner = writer.active_owner(store.con, entry["domain"], entry["namespace"], content_hash(content))
     if owner:
         return ReverseReport(entry["id"], False, f"not stored: an active memory with the same content exists "
                                                  f"({writer.urn(entry['domain'], entry['namespace'], owner)})")
-    vector = store.embed(content) if store.settings.dedup_semantic_enabled else None
+    vector = store.vectors.embed(content) if store.settings.dedup_semantic_enabled else None
     memory_id = writer.new_id(store.con)
     writer.insert(store.con, memory_id=memory_id, domain=entry["domain"], namespace=entry["namespace"],
                   content=content, importance=candidate.get("importance", 0.5), tags=candidate.get("tags", []),
@@ -116,7 +115,7 @@ def _refuse(entry: dict, strict: bool, message: str) -> ReverseReport:
     return ReverseReport(entry["id"], False, message)
 
 
-def _undo_write(store: "Store", entry: dict, undo: writer.Undo, now: str, strict: bool) -> ReverseReport:
+def _undo_write(store: "Core", entry: dict, undo: decisions.Undo, now: str, strict: bool) -> ReverseReport:
     con = store.con
     touched = {s.id for s in undo.before} | ({undo.stored} if undo.stored else set())
     for snap in undo.before:
@@ -126,7 +125,7 @@ def _undo_write(store: "Store", entry: dict, undo: writer.Undo, now: str, strict
         if owner and owner not in touched:
             return _refuse(entry, strict, f"not reversed: restoring {snap.id} would make its text active twice "
                                           f"(memory {owner} holds the same text now); nothing was changed")
-    changed = writer.changed_since(con, undo)
+    changed = decisions.changed_since(con, undo)
     if changed:
         return _refuse(entry, strict, f"not reversed: memory {changed} changed after decision {entry['id']} (by a "
                                       "later decision); reverse that one first; nothing was changed")

@@ -15,9 +15,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
-from subcog_store.db.connection import dict_rows
+from subcog_store.db import export as db_export
 from subcog_store.db.memories import Memory
-from subcog_store.db.sqlfiles import q
 from subcog_store.text.redact import shown
 
 if TYPE_CHECKING:
@@ -30,15 +29,12 @@ ERRORS_KEPT = 20            # bad lines reported by number and reason (the rest 
 
 
 def count(store: "Store", domain: str | None = None, include_all: bool = False) -> int:
-    return store.con.execute(q("count_export_memories"), {"domain": domain, "all": include_all}).fetchone()[0]
+    return db_export.count(store.con, domain, include_all)
 
 
 def memories(store: "Store", domain: str | None = None, include_all: bool = False) -> Iterator[Memory]:
     """The memories to export, oldest first, one row at a time."""
-    cursor = store.con.execute(q("export_memories"), {"domain": domain, "all": include_all})
-    names = [d[0] for d in cursor.getdescription()]
-    for row in cursor:
-        yield Memory.from_row(dict(zip(names, row)))
+    yield from db_export.memories(store.con, domain, include_all)
 
 
 def line(memory: Memory) -> str:
@@ -65,18 +61,15 @@ def export_markdown(store: "Store", out: IO[str], domain: str | None = None, ver
                     today: str = "", progress: Callable[[int], None] | None = None) -> int:
     """The memory document of `domain` (or of every domain, one part each); returns the current facts written."""
     outdated: dict[str, list[dict]] = {}
-    for row in dict_rows(store.con.execute(q("export_outdated"), {"domain": domain})):
+    for row in db_export.outdated(store.con, domain):
         outdated.setdefault(row["successor_id"], []).append(row)
-    cursor = store.con.execute(q("export_current"), {"domain": domain})
-    names = [d[0] for d in cursor.getdescription()]
     current_domain = current_namespace = None
     n = 0
     level = "#" if domain else "##"
     if not domain:
         out.write(f"# Memories\n\nExported by subcog-store {version} on {today}: every project's current facts, by "
                   "project and namespace; a fact a newer memory replaced is listed under it.\n")
-    for row in cursor:
-        m = Memory.from_row(dict(zip(names, row)))
+    for m in db_export.current(store.con, domain):
         if m.domain != current_domain:
             current_domain, current_namespace = m.domain, None
             out.write(f"\n{level} {'Memories of ' if domain else ''}{_escape(m.domain)}\n")

@@ -93,14 +93,12 @@ def worker_pids(run_dir_prefix: str) -> list[int]:
 @pytest.fixture(scope="session", autouse=True)
 def private_worker_world(tmp_path_factory):
     """The suite's warm worker lives in a private XDG_RUNTIME_DIR and is stopped at the end; this process (the
-    tests calling the library directly) embeds in process, the CLI and hook subprocesses may use the worker."""
-    from subcog_store.model import provider
-
+    tests calling the library directly) embeds in process (a Store's default), the CLI and hook subprocesses may
+    use the worker."""
     runtime = tmp_path_factory.mktemp("runtime")
     runtime.chmod(0o700)
     old = os.environ.get("XDG_RUNTIME_DIR")
     os.environ["XDG_RUNTIME_DIR"] = str(runtime)
-    provider.use_local()
     yield runtime
     import subprocess
 

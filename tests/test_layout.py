@@ -38,20 +38,26 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("extraction", ["extraction.*"]),
     ("data", ["db.sqlfiles", "db.files", "db.connection", "db.locks", "postgres.casefold", "postgres.vectors",
               "postgres.connection", "postgres.local_server"]),
-    ("tables", ["db.memories", "db.hook_state", "db.deferred", "db.salvage"]),
+    ("tables", ["db.deferred", "db.recent", "db.memories", "db.decisions", "db.vectors", "db.search",
+                "db.hook_state", "db.recall_log", "db.checks", "db.settings", "db.batch_runs", "db.integrity",
+                "db.export", "db.views", "db.salvage"]),
     ("knn cache", ["db.bitcache"]),
     ("knn", ["db.knn", "postgres.knn"]),
     ("worker access", ["worker.client", "worker.lifecycle"]),
     ("model", ["model.files", "model.embedder"]),
-    ("model choice", ["model.provider"]),
+    ("model choice", ["model.provider", "model.embeddings"]),
+    ("core", ["core"]),
     ("rules", ["inputs", "dedup.rule", "dedup.plugins", "dedup.check", "dedup.policies", "dedup.outdated"]),
+    ("one capture", ["dedup.write"]),
     ("services", ["dedup.in_batch", "recall.*", "review", "maintenance", "batch.*", "doctor", "evaluation.pairs"]),
     ("facade", ["store"]),
     ("applications", ["capture.*", "evaluation.evaluate", "transfer", "ui.views"]),
-    ("adapter parts", ["claude_code.events", "claude_code.report", "claude_code.recall_hooks", "mcp.register", "mcp.wire", "mcp.protocol", "mcp.tools", "ui.guard", "ui.pages"]),
-    ("adapters", ["claude_code.handlers", "claude_code.install", "mcp.server", "ui.app"]),
+    ("adapter parts", ["claude_code.events", "claude_code.report", "claude_code.recall_hooks", "mcp.register",
+                       "mcp.wire", "mcp.protocol", "mcp.tools", "ui.guard", "ui.pages"]),
+    ("adapters", ["claude_code.handlers", "claude_code.install", "claude_code.request", "mcp.server", "ui.app"]),
     ("entries", ["claude_code.entry", "cli.app", "demo"]),
-    ("hosts", ["claude_code.command", "claude_code.plugin", "hook.command", "worker.hooks", "worker.server", "cli.*_cmds"]),
+    ("hosts", ["claude_code.command", "claude_code.plugin", "hook.command", "worker.hooks", "worker.server",
+               "cli.*_cmds"]),
     ("main", ["cli.main", "__main__"]),
 ]
 # Imports that still point up a layer, each to be removed (issue 22): (importer, imported).
@@ -199,6 +205,34 @@ def test_every_named_query_is_used() -> None:
     assert called <= defined, f"used but not defined: {sorted(called - defined)}"
     named = set(re.findall(r"""["']([a-z0-9_]+)["']""", source))   # q(name) with the name held in a variable
     assert defined <= named, f"defined but never used: {sorted(defined - named)}"
+
+
+def test_only_the_data_layer_touches_the_database() -> None:
+    """Above db/, no module runs a named query, executes SQL or imports apsw (a second backend implements db/'s
+    modules and nothing else)."""
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        rel = path.relative_to(PACKAGE)
+        if rel.parts[0] in ("db", "postgres"):   # the data layer: SQLite's, and PostgreSQL's (issue 26)
+            continue
+        tree = ast.parse(path.read_text())
+        typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
+                       and "TYPE_CHECKING" in ast.unparse(block.test) for n in ast.walk(block)}
+        for node in ast.walk(tree):
+            if id(node) in typing_only:
+                continue
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "q":
+                offenders.append(f"{rel}:{node.lineno}: q(...)")
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+                    "execute", "executemany", "setbusytimeout"):
+                offenders.append(f"{rel}:{node.lineno}: .{node.func.attr}(...)")
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                if any(n == "apsw" or n.startswith("apsw.") for n in names):
+                    offenders.append(f"{rel}:{node.lineno}: import apsw")
+                if isinstance(node, ast.ImportFrom) and node.module == "subcog_store.db.sqlfiles":
+                    offenders.append(f"{rel}:{node.lineno}: imports db.sqlfiles")
+    assert not offenders, "\n".join(offenders)
 
 
 def test_no_machine_path_in_the_tree() -> None:

@@ -1,20 +1,24 @@
 -- name: get_hook_offset
--- Where the last capture stopped reading this session's transcript: the record's byte offset, and the characters
--- of that record's text already handled.
+-- Where the last capture stopped reading this session's transcript: the record's byte offset, the characters of
+-- that record's text already handled, and how many candidates of the next piece (with the last one's fingerprint).
 select
   byte_offset,
-  record_chars
+  record_chars,
+  piece_done,
+  piece_mark
 from hook_offsets
 where session_id = :session_id
   and transcript_path = :transcript_path;
 
 -- name: set_hook_offset
 -- Remember where this run stopped reading.
-insert into hook_offsets (session_id, transcript_path, byte_offset, record_chars, updated_at)
-values (:session_id, :transcript_path, :byte_offset, :record_chars, :now)
+insert into hook_offsets (session_id, transcript_path, byte_offset, record_chars, piece_done, piece_mark, updated_at)
+values (:session_id, :transcript_path, :byte_offset, :record_chars, :piece_done, :piece_mark, :now)
 on conflict (session_id, transcript_path) do update
 set byte_offset = excluded.byte_offset,
     record_chars = excluded.record_chars,
+    piece_done = excluded.piece_done,
+    piece_mark = excluded.piece_mark,
     updated_at = excluded.updated_at;
 
 -- name: insert_hook_run
@@ -52,9 +56,17 @@ where id = :id;
 
 -- name: mark_hook_pending
 -- This capture will finish after the hook has answered (the warm worker's background part).
-insert into hook_pending (session_id, transcript_path, payload, queued_at)
-values (:session_id, :transcript_path, :payload, :now)
-on conflict (session_id, transcript_path) do update set payload = excluded.payload, queued_at = excluded.queued_at;
+insert into hook_pending (session_id, transcript_path, payload, queued_at, deferred)
+values (:session_id, :transcript_path, :payload, :now, 0)
+on conflict (session_id, transcript_path) do update
+set payload = excluded.payload, queued_at = excluded.queued_at, deferred = 0;
+
+-- name: defer_hook_capture
+-- This capture stopped early for its budget: the next capture hook on the store goes on with it.
+insert into hook_pending (session_id, transcript_path, payload, queued_at, deferred)
+values (:session_id, :transcript_path, :payload, :now, 1)
+on conflict (session_id, transcript_path) do update
+set payload = excluded.payload, queued_at = excluded.queued_at, deferred = 1;
 
 -- name: clear_hook_pending
 -- The capture of this session's transcript is saved: nothing of it is pending any more.
@@ -72,6 +84,19 @@ select
   queued_at
 from hook_pending
 where queued_at < :before
+  and deferred = 0
+order by queued_at
+limit :limit;
+
+-- name: deferred_hook_captures
+-- Captures their budget stopped early, the oldest first, at most :limit.
+select
+  session_id,
+  transcript_path,
+  payload,
+  queued_at
+from hook_pending
+where deferred = 1
 order by queued_at
 limit :limit;
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from subcog_store.batch.report import Cluster
 from subcog_store.clock import iso
-from subcog_store.db import memories as writer
+from subcog_store.db import decisions, memories as writer
 from subcog_store.db.connection import immediate
 from subcog_store.dedup import plugins
 from subcog_store.text.normalize import content_hash
@@ -15,10 +15,10 @@ if TYPE_CHECKING:
     import numpy as np
 
     from subcog_store.db.memories import Memory
-    from subcog_store.store import Store
+    from subcog_store.core import Core
 
 
-def plan(store: "Store", members: Sequence["Memory"], edges: list[tuple[str, str, float]], method: str,
+def plan(store: "Core", members: Sequence["Memory"], edges: list[tuple[str, str, float]], method: str,
          warnings: list[str]) -> Cluster:
     """The survivor is the highest-importance member (newest on ties); when several share the top importance
     their texts are merged (the store-time merger: built-in or SUBCOG_MERGE_CMD). Tags are unioned, importance
@@ -38,7 +38,8 @@ def plan(store: "Store", members: Sequence["Memory"], edges: list[tuple[str, str
                 sim = sims.get((older.id, newer.id)) or sims.get((newer.id, older.id)) or min(e[2] for e in edges)
                 pair = plugins.Pair(merged, newer.content, older.created_at, newer.created_at, sim,
                                     survivor.namespace)
-                merged = plugins.merge(command, pair, float(store.settings.plugin_timeout_secs))
+                merged = plugins.merge(command, pair, float(store.settings.plugin_timeout_secs),
+                                       store.settings.environ)
             if not merged.strip():
                 raise plugins.PluginError("the merger returned an empty text")
             content = merged.strip()
@@ -52,7 +53,7 @@ def plan(store: "Store", members: Sequence["Memory"], edges: list[tuple[str, str
                    {m.id: m.content for m in members})
 
 
-def apply(store: "Store", cluster: Cluster, planned: dict[str, "Memory"], vector: "np.ndarray | None",
+def apply(store: "Core", cluster: Cluster, planned: dict[str, "Memory"], vector: "np.ndarray | None",
           hard_delete: bool, run_id: int | None) -> None:
     """Merge one cluster in one transaction, or skip it when a member changed since planning."""
     con = store.con
@@ -71,7 +72,7 @@ def apply(store: "Store", cluster: Cluster, planned: dict[str, "Memory"], vector
             if owner and owner not in cluster.members:
                 content, vector = survivor.content, None
                 cluster.merged_content, cluster.content_source = content, "survivor (merged text already stored)"
-        undo = writer.Undo(before=[writer.snapshot(con, survivor.id)])
+        undo = decisions.Undo(before=[writer.snapshot(con, survivor.id)])
         undo.expect(survivor.id, "active", survivor.successor_id)
         for row in others:
             if hard_delete:
@@ -86,10 +87,10 @@ def apply(store: "Store", cluster: Cluster, planned: dict[str, "Memory"], vector
                      f"({cluster.method}, similarity {cluster.similarity:.3f}..{cluster.max_similarity:.3f}); "
                      f"survivor {survivor.id} (importance {cluster.importance:g}); text: {cluster.content_source}; "
                      f"{'deleted' if hard_delete else 'merged'}: {', '.join(cluster.removed)}")
-        cluster.decision_id = writer.log_decision(con, writer.Decision(
+        cluster.decision_id = decisions.log_decision(con, decisions.Decision(
             decided_at=now, domain=cluster.domain, namespace=cluster.namespace, policy="batch", decision="merged",
             new_content=content, new_hash=content_hash(content),
             matched_memory_id=others[0].id if len(others) == 1 else None,
             matched_content=others[0].content if others else None, similarity=cluster.similarity,
-            memory_id=survivor.id, reasoning=reasoning, undo=undo, members=writer.members(cluster.removed, "merged")))
+            memory_id=survivor.id, reasoning=reasoning, undo=undo, members=decisions.members(cluster.removed, "merged")))
         cluster.applied = True

@@ -20,9 +20,9 @@ from subcog_store.batch.report import Cluster, RunReport
 from subcog_store.batch.runlock import run_lock
 from subcog_store.clock import iso
 from subcog_store.config import process_setting
-from subcog_store.db.connection import dict_rows, immediate
+from subcog_store.db import batch_runs, memories, settings as db_settings, vectors
+from subcog_store.db.connection import immediate
 from subcog_store.db.memories import Memory
-from subcog_store.db.sqlfiles import q
 from subcog_store.errors import ConfigError, InvalidInput
 from subcog_store.review import reverse
 from subcog_store.text.namespaces import canonical_domain, canonical_namespace
@@ -30,7 +30,7 @@ from subcog_store.text.namespaces import canonical_domain, canonical_namespace
 if TYPE_CHECKING:
     import numpy as np
 
-    from subcog_store.store import Store
+    from subcog_store.core import Core
 
 Progress = Callable[[int, int, str], None]   # (done, total, what)
 LAST_RUN_KEY = "dedup_last_run_at"
@@ -73,18 +73,18 @@ def _knn_mode(knn: str | None) -> str:
     return knn
 
 
-def _count_active(store: "Store", namespace: str | None, domain: str | None) -> int:
-    return store.con.execute(q("count_active"), {"namespace": namespace, "domain": domain}).fetchone()[0]
+def _count_active(store: "Core", namespace: str | None, domain: str | None) -> int:
+    return memories.count_active(store.con, namespace, domain)
 
 
-def _auto_skip(store: "Store") -> str | None:
+def _auto_skip(store: "Core") -> str | None:
     active = _count_active(store, None, None)
     if active <= AUTO_MIN_MEMORIES:
         return f"the store holds {active} active memories (--auto runs above {AUTO_MIN_MEMORIES})"
-    row = store.con.execute(q("get_setting"), {"key": LAST_RUN_KEY}).fetchone()
-    if row:
+    value = db_settings.get(store.con, LAST_RUN_KEY)
+    if value is not None:
         try:
-            last = float(row[0])
+            last = float(value)
         except ValueError:
             return None
         age = store.clock() - last
@@ -93,7 +93,7 @@ def _auto_skip(store: "Store") -> str | None:
     return None
 
 
-def dedup(store: "Store", *, namespace: str | None = None, domain: str | None = None,
+def dedup(store: "Core", *, namespace: str | None = None, domain: str | None = None,
           threshold: float | None = None, k: int = 5, dry_run: bool = False, hard_delete: bool = False,
           auto: bool = False, progress: Progress | None = None, knn: str | None = None) -> RunReport:
     """Deduplicate the active memories, per (namespace, domain); see the module docstring."""
@@ -120,13 +120,12 @@ def dedup(store: "Store", *, namespace: str | None = None, domain: str | None = 
         return _run(store, report, started, ns, dom, explicit, mode, tick)
     with run_lock(store):   # one run at a time; a killed run's row is marked interrupted (batch.runlock)
         with immediate(store.con):
-            store.con.execute(q("mark_stale_runs"))
-            report.run_id = store.con.execute(q("start_run"), {
-                "started_at": iso(store.clock()), "memories_before": report.memories_before}).fetchone()[0]
+            batch_runs.mark_interrupted(store.con)
+            report.run_id = batch_runs.start(store.con, iso(store.clock()), report.memories_before)
         return _run(store, report, started, ns, dom, explicit, mode, tick)
 
 
-def _run(store: "Store", report: RunReport, started: float, ns: str | None, dom: str | None,
+def _run(store: "Core", report: RunReport, started: float, ns: str | None, dom: str | None,
          explicit: float | None, mode: str, tick: Progress) -> RunReport:
     dry_run = report.dry_run
     try:
@@ -142,14 +141,14 @@ def _run(store: "Store", report: RunReport, started: float, ns: str | None, dom:
     return report
 
 
-def _scope_vectors(store: "Store", mems: list[Memory], namespace: str, domain: str
+def _scope_vectors(store: "Core", mems: list[Memory], namespace: str, domain: str
                    ) -> tuple[list[int], "np.ndarray | None"]:
     """The positions in `mems` that have a stored vector, and those vectors as one matrix."""
     import numpy as np
 
     by_seq = {m.seq: i for i, m in enumerate(mems)}
     order, blobs = [], []
-    for seq, blob in store.con.execute(q("scope_vectors"), {"namespace": namespace, "domain": domain}):
+    for seq, blob in vectors.in_scope(store.con, namespace, domain):
         if seq in by_seq:
             order.append(by_seq[seq])
             blobs.append(blob)
@@ -158,14 +157,13 @@ def _scope_vectors(store: "Store", mems: list[Memory], namespace: str, domain: s
     return order, np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(order), DIMENSIONS)
 
 
-def _plan_scopes(store: "Store", report: RunReport, ns: str | None, dom: str | None, explicit: float | None,
+def _plan_scopes(store: "Core", report: RunReport, ns: str | None, dom: str | None, explicit: float | None,
                  mode: str, tick: Progress) -> dict[str, Memory]:
     """Find the clusters of every scope and plan their merges; returns the memories as planned."""
     planned: dict[str, Memory] = {}
     methods: set[str] = set()
-    for namespace, domain, _ in store.con.execute(q("active_scopes"), {"namespace": ns, "domain": dom}).fetchall():
-        mems = [Memory.from_row(r) for r in dict_rows(store.con.execute(q("scope_memories"),
-                                                                        {"namespace": namespace, "domain": domain}))]
+    for namespace, domain, _ in memories.scopes(store.con, ns, dom):
+        mems = memories.in_scope(store.con, namespace, domain)
         if len(mems) < 2:
             continue
         label = f"memories in {namespace}/{domain}"
@@ -205,14 +203,14 @@ def _plan_scopes(store: "Store", report: RunReport, ns: str | None, dom: str | N
     return planned
 
 
-def _apply_all(store: "Store", report: RunReport, planned: dict[str, Memory], tick: Progress) -> None:
+def _apply_all(store: "Core", report: RunReport, planned: dict[str, Memory], tick: Progress) -> None:
     changed = [c for c in report.clusters if c.merged_content != c.contents[c.survivor]]
     vectors: dict[int, "np.ndarray"] = {}
     if changed and report.method == "embedding":
-        embedder = store.embedder   # loaded only now: a merged text needs a vector
+        embedder = store.vectors.embedder   # loaded only now: a merged text needs a vector
         if embedder is None:
             report.warnings.append(f"{len(changed)} merged memories stored without a vector (no model: "
-                                   f"{store.embedder_error}): run `subcog-store reembed` when the model is back")
+                                   f"{store.vectors.error}): run `subcog-store reembed` when the model is back")
         else:
             for start in range(0, len(changed), EMBED_BATCH):
                 chunk = changed[start:start + EMBED_BATCH]
@@ -227,7 +225,7 @@ def _apply_all(store: "Store", report: RunReport, planned: dict[str, Memory], ti
             time.sleep(pause)
 
 
-def _finish(store: "Store", report: RunReport, started: float, status: str, ns: str | None,
+def _finish(store: "Core", report: RunReport, started: float, status: str, ns: str | None,
             dom: str | None) -> None:
     if report.dry_run:
         planned = sum(len(c.members) - 1 for c in report.clusters)
@@ -249,16 +247,15 @@ def _finish(store: "Store", report: RunReport, started: float, status: str, ns: 
         return
     now = iso(store.clock())
     with immediate(store.con):
-        store.con.execute(q("finish_run"), {
-            "id": report.run_id, "finished_at": now, "status": status, "memories_after": report.memories_after,
-            "clusters": report.merged_clusters, "removed": report.removed, "removal_rate": report.removal_rate,
-            "duration_s": report.duration_s, "warnings": json.dumps(report.warnings)})
+        batch_runs.finish(store.con, report.run_id, finished_at=now, status=status,
+                          memories_after=report.memories_after, clusters=report.merged_clusters,
+                          removed=report.removed, removal_rate=report.removal_rate, duration_s=report.duration_s,
+                          warnings=report.warnings)
         if status == "finished":
-            store.con.execute(q("upsert_setting"), {"key": LAST_RUN_KEY, "value": f"{store.clock():.3f}",
-                                                    "now": now})
+            db_settings.put(store.con, LAST_RUN_KEY, f"{store.clock():.3f}", now)
 
 
-def unmerge(store: "Store", decision_id: int | str):
+def unmerge(store: "Core", decision_id: int | str):
     """Undo one batch merge: every member back exactly as it was (rows, vectors, recent captures)."""
     return reverse(store, decision_id, batch_only=True)  # type: ignore[arg-type]
 

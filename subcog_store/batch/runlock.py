@@ -13,21 +13,18 @@ import time
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterator
 
-import apsw
-
-from subcog_store.db import locks
-from subcog_store.db.connection import immediate
-from subcog_store.db.sqlfiles import q
+from subcog_store.db import batch_runs, locks
+from subcog_store.db.connection import Error as DbError, immediate
 from subcog_store.errors import DatabaseError
 
 if TYPE_CHECKING:
-    from subcog_store.store import Store
+    from subcog_store.core import Core
 
 log = logging.getLogger("subcog_store.batch")
 LOCK_TRIES = 20   # 1 s
 
 
-def lock_path(store: "Store") -> str | None:
+def lock_path(store: "Core") -> str | None:
     return None if store.path == ":memory:" else store.path + ".dedup-lock"
 
 
@@ -51,7 +48,7 @@ def _release(fd: int) -> None:
 
 
 @contextmanager
-def run_lock(store: "Store") -> Iterator[None]:
+def run_lock(store: "Core") -> Iterator[None]:
     """Held for a whole `dedup` run; raises DatabaseError when another run holds it."""
     path = lock_path(store)
     if path is None:
@@ -75,23 +72,22 @@ def run_lock(store: "Store") -> Iterator[None]:
         _release(fd)
 
 
-def reap_stale_runs(store: "Store") -> int:
+def reap_stale_runs(store: "Core") -> int:
     """Mark 'running' rows of killed runs interrupted; best effort (never raises). Returns the rows marked."""
     path = lock_path(store)
     try:
-        if path is None or not store.con.execute(q("count_running_runs")).fetchone()[0]:
+        if path is None or not batch_runs.running(store.con):
             return 0
         fd = _try_lock(path)
-    except (OSError, apsw.Error):
+    except (OSError, DbError):
         return 0
     if fd is None:  # a live run holds it
         return 0
     try:
         with locks.best_effort(store.con), immediate(store.con):
-            store.con.execute(q("mark_stale_runs"))
-            marked = store.con.changes()
+            marked = batch_runs.mark_interrupted(store.con)
         return marked
-    except apsw.Error as e:
+    except DbError as e:
         log.warning("could not mark an interrupted batch run: %s", e)
         return 0
     finally:

@@ -26,6 +26,9 @@ from typing import Any, Callable, Iterator
 
 from subcog_store.capture.run import HookOptions, Run, Source
 from subcog_store.capture.session import capture_source
+from subcog_store.db import hook_state
+from subcog_store.db.hook_state import Resume
+from subcog_store.model import provider
 
 log = logging.getLogger("subcog_store.history")
 SNIFF_BYTES = 1 << 20          # where a transcript must show a Claude Code record with its working directory
@@ -227,7 +230,7 @@ class Importer:
 
         key = (t.session_id, str(t.path.absolute()))
         offset = _stored_offset(store, *key)
-        if offset >= t.size:
+        if offset.offset >= t.size:
             self.report.up_to_date += 1
             self._finish_file(t.path, t.size)
             return
@@ -236,7 +239,8 @@ class Importer:
         project.sessions += 1
         options = HookOptions(db=self.db, dry_run=self.dry_run, budget_secs=RUN_SECS, event="import-history",
                               min_confidence=process_setting("hook_min_confidence", self.environ),  # type: ignore
-                              domain_override=domain)
+                              domain_override=domain, environ=self.environ,
+                              embedders=provider.SHARED)   # a batch: one model for the whole run, in this process
         source = Source(session_id=key[0], transcript_path=key[1], cwd=t.cwd, trigger="import-history")
         while True:   # a call reads at most the reader's 64 MB; the next one resumes from its saved offset
             run = Run(dry_run=self.dry_run, log=options.log_path)
@@ -248,22 +252,18 @@ class Importer:
             for error in run.errors:
                 log.info("import-history: %s: %s", t.path.name, error["summary"])
             reached = _stored_offset(store, *key)
-            self.progress(self.done + min(reached, t.size), domain)
-            if self.dry_run or not run.truncated or reached <= offset:
+            self.progress(self.done + min(reached.offset, t.size), domain)
+            if self.dry_run or not run.truncated or not reached.after(offset):
                 break
             offset = reached
         self._finish_file(t.path, t.size)
 
 
-def _stored_offset(store, session_id: str, transcript_path: str) -> int:
-    """Where the hooks (or an earlier import) stopped reading this transcript (0: never read)."""
+def _stored_offset(store, session_id: str, transcript_path: str) -> Resume:
+    """Where the hooks (or an earlier import) stopped reading this transcript (the start: never read)."""
     if store is None:
-        return 0
-    from subcog_store.db.sqlfiles import q
-
-    row = store.con.execute(q("get_hook_offset"), {"session_id": session_id,
-                                                   "transcript_path": transcript_path}).fetchone()
-    return int(row[0]) if row else 0
+        return Resume()
+    return hook_state.offset(store.con, session_id, transcript_path)
 
 
 def _exists(cwd: str) -> bool:

@@ -33,18 +33,31 @@ def clear(store, session_key: str, path: str, in_transaction: bool = False) -> N
         hook_state.clear_pending(store.con, session_key, path)
 
 
-def stale(store, budget_secs: float) -> list[dict]:
-    """The records of pending captures older than their worker could still be running (at most REDO_MAX); the
-    ones among them that cannot be read are set aside, logged by fingerprint, so they never stop the others."""
-    found = hook_state.pending_before(store.con, iso(store.clock() - max(STALE_SECS, 2 * budget_secs)), REDO_MAX)
-    if found.unreadable:
-        try:
-            with locks.best_effort(store.con):   # busy: they stay queued, and the next hook sets them aside
-                hook_state.set_aside(store.con, found.unreadable, iso(store.clock()))
-        except Exception as e:  # noqa: BLE001 - busy, read-only, damaged: never in the way of the redo
-            log.warning("unreadable pending captures not set aside yet: %s: %s", type(e).__name__, e)
-        else:
-            for row in found.unreadable:
-                log.warning("a pending capture record that cannot be read was set aside: %s: %s", row.describe(),
-                            row.reason)
-    return found.records
+def to_redo(store, budget_secs: float, own: str | None = None) -> list[dict]:
+    """What a capture hook finishes after its own transcript (`own`, left out), at most REDO_MAX: the captures
+    their budget stopped early (any session's), then those older than their worker could still be running. The
+    records among them that cannot be read are set aside, logged by fingerprint, so they never stop the others."""
+    deferred = hook_state.deferred(store.con, REDO_MAX)
+    stale = hook_state.pending_before(store.con, iso(store.clock() - max(STALE_SECS, 2 * budget_secs)), REDO_MAX)
+    _set_aside(store, deferred.unreadable + stale.unreadable)
+    found = [dict(r, deferred=True) for r in deferred.records] + stale.records
+    seen, out = {own}, []
+    for record in found:
+        if record["transcript_path"] not in seen:
+            seen.add(record["transcript_path"])
+            out.append(record)
+    return out[:REDO_MAX]
+
+
+def _set_aside(store, unreadable: list[hook_state.Unreadable]) -> None:
+    if not unreadable:
+        return
+    try:
+        with locks.best_effort(store.con):   # busy: they stay queued, and the next hook sets them aside
+            hook_state.set_aside(store.con, unreadable, iso(store.clock()))
+    except Exception as e:  # noqa: BLE001 - busy, read-only, damaged: never in the way of the redo
+        log.warning("unreadable pending captures not set aside yet: %s: %s", type(e).__name__, e)
+    else:
+        for row in unreadable:
+            log.warning("a pending capture record that cannot be read was set aside: %s: %s", row.describe(),
+                        row.reason)

@@ -6,10 +6,11 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from subcog_store.capture import pending as hook_pending
-from subcog_store.config import hook_log_path, process_setting
+from subcog_store.config import SPECS, hook_log_path, process_setting
+from subcog_store.model import provider
 from subcog_store.scope import domain_for
 
 log = logging.getLogger("subcog_store.hook.capture")
@@ -34,17 +35,16 @@ class Source:
     def from_pending(cls, record: dict) -> "Source":
         return cls(**{k: record[k] for k in hook_pending.KEYS if isinstance(record.get(k), str)})
 
-    @property
-    def domain(self) -> str:
-        """The project domain of `cwd` (SUBCOG_HOOK_DOMAIN overrides; see `scope`)."""
-        return domain_for(self.cwd)
+    def domain(self, environ: Mapping[str, str] | None = None) -> str:
+        """The project domain of `cwd` (SUBCOG_HOOK_DOMAIN of `environ` overrides; see `scope`)."""
+        return domain_for(self.cwd, environ)
 
 
 @dataclass
 class HookOptions:
     db: Path
     dry_run: bool = False
-    budget_secs: float = 20.0
+    budget_secs: float = float(SPECS["hook_budget_secs"].default)   # type: ignore[arg-type]
     include_sidechain: bool = False
     min_confidence: float | None = None     # the scorer's probability floor (None: the trained threshold)
     domain: str = "project"
@@ -52,18 +52,26 @@ class HookOptions:
     event: str = "pre-compact"
     on_recorded: Callable[[], None] | None = None   # the warm worker: record the run as pending, then call this
     log: str | None = None                  # the hook log's path, named in the report (None: the configured one)
+    environ: Mapping[str, str] | None = None   # where every setting is read (None: this process's environment)
+    embedders: str = provider.LOCAL          # where the model runs (model.provider)
+    clock: Callable[[], float] = time.monotonic   # the budget's clock (a test's fake one: no timing races)
 
     @classmethod
-    def from_env(cls, db: Path, dry_run: bool = False, event: str = "pre-compact") -> "HookOptions":
-        """The hook's settings (raises ConfigError naming a variable that does not parse)."""
-        process_setting("hook_domain")   # checked now: a bad value is named before anything is read
-        return cls(db=db, dry_run=dry_run, budget_secs=float(process_setting("hook_budget_secs")),
-                   include_sidechain=bool(process_setting("hook_include_sidechain")),
-                   min_confidence=process_setting("hook_min_confidence"), event=event)  # type: ignore[arg-type]
+    def from_env(cls, db: Path, dry_run: bool = False, event: str = "pre-compact",
+                 environ: Mapping[str, str] | None = None, budget_secs: float | None = None,
+                 embedders: str = provider.LOCAL) -> "HookOptions":
+        """The hook's settings from `environ` (raises ConfigError naming a variable that does not parse);
+        `budget_secs`: what is left of the budget (default SUBCOG_HOOK_BUDGET_SECS)."""
+        process_setting("hook_domain", environ)   # checked now: a bad value is named before anything is read
+        budget = float(process_setting("hook_budget_secs", environ)) if budget_secs is None else budget_secs
+        return cls(db=db, dry_run=dry_run, budget_secs=budget,
+                   include_sidechain=bool(process_setting("hook_include_sidechain", environ)),
+                   min_confidence=process_setting("hook_min_confidence", environ),   # type: ignore[arg-type]
+                   event=event, environ=environ, embedders=embedders)
 
     @property
     def log_path(self) -> str:
-        return self.log or str(hook_log_path(fallback=True))
+        return self.log or str(hook_log_path(self.environ, fallback=True))
 
     @property
     def tags(self) -> list[str]:

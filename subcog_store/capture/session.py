@@ -25,7 +25,8 @@ from subcog_store.capture import pending as hook_pending
 from subcog_store.capture.run import HookOptions, Run, Source, new_run
 from subcog_store.clock import iso
 from subcog_store.db import hook_state, locks
-from subcog_store.db.connection import immediate
+from subcog_store.db.hook_state import Resume
+from subcog_store.db.connection import Error as DbError, immediate
 from subcog_store.text.normalize import fingerprint
 
 log = logging.getLogger("subcog_store.hook.capture")
@@ -34,6 +35,7 @@ EXTRACT_CHUNK = 200   # records (or pieces) extracted at once (corrections are f
 EXTRACT_CHARS = 40_000  # ... and about this many characters (a deadline check between groups)
 EXTRACT_SHARE = 0.5   # extraction stops taking new chunks past this share of the budget: the rest is for capturing
 PIECE_CHARS = 20_000  # a longer record is read in paragraph-aligned pieces of about this size
+MIN_CAPTURES = 32     # candidates a run handles whatever the time: each run makes progress, however busy the CPU
 SOURCES = {"pre-compact": "pre-compact-hook", "session-end": "session-end-hook", "post-compact": "compact-summary",
            "import-history": "import-history"}
 MAX_SUMMARY_CHARS = 200_000
@@ -42,7 +44,7 @@ MAX_SUMMARY_CHARS = 200_000
 def capture_transcript(source: Source, options: HookOptions, run: Run | None = None,
                        started: float | None = None) -> Run:
     """Capture the unread part of the source's transcript. Never raises: problems land in `run.errors`."""
-    started = time.monotonic() if started is None else started
+    started = options.clock() if started is None else started
     return capture_source(source, options, run or new_run(options), started, started + options.budget_secs)
 
 
@@ -52,7 +54,7 @@ def capture_source(source: Source, options: HookOptions, run: Run, started: floa
     is itself one (`redo`), pending captures a dead worker left behind, while the extraction share lasts."""
     run.session_id = source.session_id
     run.trigger = source.trigger or options.event
-    options.domain = options.domain_override or source.domain
+    options.domain = options.domain_override or source.domain(options.environ)
     path = source.transcript_path
     if not path:
         run.fail("no transcript_path in the hook input", "missing transcript_path")
@@ -66,20 +68,22 @@ def capture_source(source: Source, options: HookOptions, run: Run, started: floa
         run.fail("capture failed", e)
     log.info("%s session=%s captured=%d skipped=%d redacted=%d errors=%d in %.0f ms", options.event,
              run.session_id, len(run.captured), len(run.skipped), run.redacted, len(run.errors),
-             (time.monotonic() - started) * 1000)
+             (options.clock() - started) * 1000)
     for left in stale:
-        if time.monotonic() > started + (deadline - started) * EXTRACT_SHARE:
+        if options.clock() > started + (deadline - started) * EXTRACT_SHARE:
             break
         _redo(left, options, started, deadline)
     return run
 
 
 def _redo(pending: dict, options: HookOptions, started: float, deadline: float) -> None:
-    """Finish a capture a dead worker left pending (from its saved offset; never raises)."""
+    """Finish a capture its budget stopped early or a dead worker left pending (from its saved offset; never
+    raises)."""
     from dataclasses import replace
 
     event = pending.get("event") if pending.get("event") in ("pre-compact", "session-end") else "pre-compact"
-    log.info("redoing a pending %s capture of session=%s", event, pending.get("session_id"))
+    what = "finishing a deferred" if pending.get("deferred") else "redoing a pending"
+    log.info("%s %s capture of session=%s", what, event, pending.get("session_id"))
     redo = Run(dry_run=False, log=options.log_path, trigger=pending.get("trigger") or event)
     try:
         capture_source(Source.from_pending(pending), replace(options, event=event, on_recorded=None,
@@ -96,6 +100,7 @@ def _open_store(run: Run, options: HookOptions):
     try:
         dry_without_db = options.dry_run and not Path(options.db).exists()
         return Store(":memory:" if dry_without_db else options.db, readonly=options.dry_run and not dry_without_db,
+                     environ=options.environ, embedders=options.embedders,
                      fetch_model=False)
     except ConfigError as e:
         run.fail(f"bad setting: {e}", e)
@@ -108,43 +113,39 @@ def _open_store(run: Run, options: HookOptions):
 def capture_summary(source: Source, summary: str | None, options: HookOptions, run: Run | None = None,
                     started: float | None = None) -> Run:
     """Capture the lasting facts of a compaction summary (post-compact). Never raises."""
-    import apsw
-
     from subcog_store.extraction.extract import extract_candidates
     from subcog_store.extraction.transcript import AssistantText
 
-    started = time.monotonic() if started is None else started
+    started = options.clock() if started is None else started
     deadline = started + options.budget_secs
     run = run or new_run(options, trigger="post-compact")
     run.session_id, run.transcript_path = source.session_id, source.transcript_path
-    options.domain = source.domain
+    options.domain = source.domain(options.environ)
     if not summary or not summary.strip():
         return run
     store = _open_store(run, options)
     if store is None:
         return run
     with store:
-        keep_to_budget(store, deadline)
+        keep_to_budget(store, deadline, clock=options.clock)
         text = AssistantText(summary[:MAX_SUMMARY_CHARS], None, None, run.session_id, 0, False, kind="summary")
         candidates = extract_candidates([text], min_confidence=options.min_confidence)
         run.redacted = sum(c.redacted for c in candidates)
         _capture_all(run, store, candidates, options, deadline)
         if not options.dry_run:
-            keep_to_budget(store, deadline, grace=SAVE_GRACE_SECS)
+            keep_to_budget(store, deadline, grace=SAVE_GRACE_SECS, clock=options.clock)
             try:
                 _save(store, run, run.session_id or "", None)
-            except apsw.Error as e:
+            except DbError as e:
                 run.fail("could not save the run (the captures are saved)", e)
     log.info("post-compact session=%s captured=%d skipped=%d in %.0f ms", run.session_id, len(run.captured),
-             len(run.skipped), (time.monotonic() - started) * 1000)
+             len(run.skipped), (options.clock() - started) * 1000)
     return run
 
 
 def _capture_transcript(run: Run, options: HookOptions, started: float, deadline: float, pending: dict,
                         redo: bool = False) -> list[dict]:
     """Capture from the saved offset; returns the pending captures of dead workers to redo (none when `redo`)."""
-    import apsw
-
     from subcog_store.extraction.extract import extract_candidates
     from subcog_store.extraction.transcript import TranscriptError, read_assistant_texts
 
@@ -152,18 +153,19 @@ def _capture_transcript(run: Run, options: HookOptions, started: float, deadline
     if store is None:
         return []
     with store:
-        keep_to_budget(store, deadline)
+        keep_to_budget(store, deadline, clock=options.clock)
         session_key = run.session_id or ""
         if (options.on_recorded or redo) and not options.dry_run:
             try:
                 hook_pending.mark(store, session_key, run.transcript_path, pending)
-            except apsw.Error as e:   # not recorded: the worker answers when the capture is done
+            except DbError as e:   # not recorded: the worker answers when the capture is done
                 log.warning("capture not recorded as pending: %s: %s", type(e).__name__, e)
             else:
                 if options.on_recorded:
                     options.on_recorded()
-        offset, chars = hook_state.offset(store.con, session_key, run.transcript_path)
-        run.first_run = offset == 0 and chars == 0
+        at = hook_state.offset(store.con, session_key, run.transcript_path)
+        offset, chars = at.offset, at.chars
+        run.first_run = at == Resume()
         try:
             read = read_assistant_texts(run.transcript_path, offset, include_sidechain=options.include_sidechain,
                                         deadline=deadline)
@@ -175,26 +177,54 @@ def _capture_transcript(run: Run, options: HookOptions, started: float, deadline
         run.records, run.bad_lines, run.truncated = read.records, read.bad_lines, read.truncated
         parts = [piece for text in read.texts
                  for piece in pieces(text, chars if text.offset == offset else 0)]
-        resume = (read.next_offset, 0)
+        resume = Resume(read.next_offset)
         candidates = []
         extract_until = started + (deadline - started) * EXTRACT_SHARE   # the rest of the budget is for capturing
         for group in _groups(parts):
-            if candidates and time.monotonic() > extract_until:
-                resume, run.truncated = (group[0].offset, group[0].char_start), True
+            if candidates and options.clock() > extract_until:
+                resume, run.truncated = Resume(group[0].offset, group[0].char_start), True
                 break
             candidates += extract_candidates(group, min_confidence=options.min_confidence)
+        candidates, skipped = _skip_done(candidates, at)
         run.redacted = sum(c.redacted for c in candidates)
-        stopped_at = _capture_all(run, store, candidates, options, deadline)
-        if stopped_at is not None:
-            resume, run.truncated = min(resume, stopped_at), True
+        stopped = _capture_all(run, store, candidates, options, deadline)
+        if stopped is not None:
+            resume, run.truncated = min(resume, _resume_at(candidates, stopped, at, skipped)), True
         if options.dry_run:
             return []
-        keep_to_budget(store, deadline, grace=SAVE_GRACE_SECS)
+        keep_to_budget(store, deadline, grace=SAVE_GRACE_SECS, clock=options.clock)
         try:
-            _save(store, run, session_key, resume if resume > (offset, chars) else None)
-        except apsw.Error as e:
+            _save(store, run, session_key, resume if resume.after(at) else None, pending if run.truncated else None)
+        except DbError as e:
             run.fail("could not save the run (the captures are saved)", e)
-        return [] if redo else hook_pending.stale(store, options.budget_secs)
+        return [] if redo else hook_pending.to_redo(store, options.budget_secs, run.transcript_path)
+
+
+def _skip_done(candidates: list, at: Resume) -> tuple[list, int]:
+    """The candidates without those of the resumed piece the last run handled (`at.done` of them, the last one's
+    fingerprint `at.mark`); when the piece no longer gives the same ones, all of them (the duplicate check keeps
+    what was stored from being stored twice). Returns the candidates and how many were left out."""
+    if not at.done:
+        return candidates, 0
+    here = [i for i, c in enumerate(candidates) if (c.offset, c.char_start) == (at.offset, at.chars)]
+    if len(here) < at.done or fingerprint(candidates[here[at.done - 1]].text) != at.mark:
+        log.info("resume mark not found: the piece is read again whole")
+        return candidates, 0
+    left_out = set(here[:at.done])
+    return [c for i, c in enumerate(candidates) if i not in left_out], at.done
+
+
+def _resume_at(candidates: list, stopped: int, at: Resume, skipped: int) -> Resume:
+    """Where to go on from the first candidate not handled (`stopped`): its piece, and how many of that piece's
+    candidates are handled (those left out as done before this run included)."""
+    first = candidates[stopped]
+    piece = (first.offset, first.char_start)
+    handled = [c for c in candidates[:stopped] if (c.offset, c.char_start) == piece]
+    before = skipped if piece == (at.offset, at.chars) else 0
+    if not handled and not before:
+        return Resume(*piece)
+    mark = fingerprint(handled[-1].text) if handled else at.mark
+    return Resume(*piece, before + len(handled), mark)
 
 
 def _groups(parts: list) -> list[list]:
@@ -228,17 +258,22 @@ def pieces(text, skip_chars: int = 0) -> list:
     return out
 
 
-def keep_to_budget(store, deadline: float, grace: float = 0.0) -> None:
+def keep_to_budget(store, deadline: float, grace: float = 0.0, clock=time.monotonic) -> None:
     """Waiting for another process's lock must not outlast the hook's time budget (plus a short grace for
     saving where the run stopped, so its progress is not lost)."""
-    locks.within(store.con, deadline, grace)
+    locks.within(store.con, deadline, grace, clock)
 
 
-def _save(store, run: Run, session_key: str, offset: tuple[int, int] | None) -> None:
-    """Where this run stopped reading (when it finished) and its report, in one transaction."""
+def _save(store, run: Run, session_key: str, offset: Resume | None, deferred: dict | None = None) -> None:
+    """Where this run stopped reading and its report, in one transaction; `deferred`: the run stopped early, and
+    the next capture hook on the store goes on with it (its pending record)."""
     now = iso(store.clock())
     with immediate(store.con):
         hook_pending.clear(store, session_key, run.transcript_path, in_transaction=True)
+        if deferred is not None:
+            hook_state.defer(store.con, session_key, run.transcript_path, deferred, now)
+            log.info("capture of session=%s deferred for its budget: the next capture hook goes on with it",
+                     run.session_id)
         if offset is not None:
             hook_state.set_offset(store.con, session_key, run.transcript_path, offset, now)
         hook_state.add_run(store.con, session_id=run.session_id, transcript_path=run.transcript_path,
@@ -247,31 +282,33 @@ def _save(store, run: Run, session_key: str, offset: tuple[int, int] | None) -> 
                            report=run.report())
 
 
-def _capture_all(run: Run, store, candidates: list, options: HookOptions, deadline: float
-                 ) -> tuple[int, int] | None:
-    """Capture (or, dry run, check) the candidates, repeats within the batch skipped; returns where to resume
-    (record offset, piece start) when the time budget or the lock stopped the run first (None: all handled)."""
+def _capture_all(run: Run, store, candidates: list, options: HookOptions, deadline: float) -> int | None:
+    """Capture (or, dry run, check) the candidates, repeats within the batch skipped; returns the index of the
+    first one not handled when the time budget or the lock stopped the run first (None: all handled). The first
+    MIN_CAPTURES are handled whatever the time (a run always makes progress, however busy the machine)."""
+    from subcog_store.dedup.in_batch import capture_many
     from subcog_store.errors import DatabaseDamaged, DatabaseError
-    from subcog_store.store import CaptureRequest
+    from subcog_store.inputs import CaptureRequest
 
     requests = [CaptureRequest(c.text, c.namespace, options.domain, round(c.confidence, 2), options.tags,
                                SOURCES[options.event], run.session_id) for c in candidates]
-    outcomes = store.capture_many(requests, deadline=deadline, dry_run=options.dry_run)
-    for c, o in zip(candidates, outcomes):
+    outcomes = capture_many(store.core, requests, deadline=deadline, dry_run=options.dry_run, minimum=MIN_CAPTURES,
+                            clock=options.clock)
+    for i, (c, o) in enumerate(zip(candidates, outcomes)):
         if not o.handled:
             run.fail("time budget used up; the rest is captured next time", "budget")
-            return c.offset, c.char_start
+            return i
         if o.error is not None:
             if isinstance(o.error, DatabaseDamaged):
                 run.fail("the memory store is damaged, nothing is written to it (run `subcog-store doctor`)",
                          o.error)
-                return c.offset, c.char_start
+                return i
             if isinstance(o.error, DatabaseError) and "locked" in str(o.error):
                 run.fail("memory store locked; the rest is captured next time", o.error)
-                return c.offset, c.char_start
+                return i
             run.fail("a capture failed", f"{type(o.error).__name__} for {fingerprint(c.text)}: {o.error}")
             if isinstance(o.error, DatabaseError):
-                return c.offset, c.char_start
+                return i
             continue
         if o.repeat_of is not None:
             run.skipped.append({"content": c.text, "namespace": c.namespace, "reason": "in_batch",

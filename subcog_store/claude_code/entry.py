@@ -1,8 +1,9 @@
 """`subcog-store hook EVENT [--dry-run] [--format default|json|subcog] [--db PATH]`: the hooks' thin entry.
 
 No argparse and no command modules: a hook is a fresh process each time. It hands the whole hook to the warm
-worker (`worker.client`: the standard library's socket, json and struct only), which runs `run` below with this
-process's environment, directory and umask, and prints its answer. When the worker is absent, starting, busy,
+worker (`worker.client`: the standard library's socket, json and struct only), which builds a `HookRequest`
+(`request.py`) of this process's environment, input and options, runs `run` below with it in this process's
+directory and umask, and prints its answer. When the worker is absent, starting, busy,
 wedged, of another version or fails, it runs `run` here, with what is left of its budget, says why in the hook
 log, and (absent or stale) starts a worker for the next hook after its output is written. Whatever happens it
 exits 0, prints output the client accepts and writes nothing on stderr; details go to the hook log.
@@ -53,33 +54,26 @@ def fallback(event: str | None, error: BaseException, fmt: str | None = "default
     return message
 
 
-def run(event: str | None, opts: dict, raw: bytes, db: str | None = None, *, note: str | None = None,
-        use_model: bool = False, on_recorded=None, on_answer=None) -> str:
-    """The hook's work in this process (the worker runs it too); returns what to print. Never raises.
-    `note`: why the worker did not run it (logged); `use_model`: the prompt hook may load the model;
-    `on_recorded`, `on_answer`: see `handlers.dispatch` (the worker's answer before the hook has finished)."""
+def run(request: "HookRequest", *, note: str | None = None, on_recorded=None, on_answer=None) -> str:
+    """The hook's work in this process (the worker runs it too, from the same kind of request); returns what to
+    print. Never raises. `note`: why the worker did not run it (logged); `on_recorded`, `on_answer`: see
+    `handlers.dispatch` (the worker's answer before the hook has finished)."""
     try:
-        from pathlib import Path
-
         from subcog_store.claude_code import handlers
-        from subcog_store.config import default_db_path
 
-        handlers.setup_log()
+        handlers.setup_log(request.environ)
         if note:
-            handlers.log.info("worker: %s; running %s in process", note, event)
-        path = opts.get("db") or db
-        db_path = Path(path) if path else default_db_path()
-        return handlers.dispatch(event, raw, db_path, dry_run=bool(opts.get("dry_run")),
-                                 fmt=opts.get("format") or "default", use_model=use_model, on_recorded=on_recorded,
-                                 on_answer=on_answer)
+            handlers.log.info("worker: %s; running %s in process", note, request.event)
+        return handlers.dispatch(request, on_recorded=on_recorded, on_answer=on_answer)
     except BaseException as e:  # noqa: BLE001 - the user's session must go on
         try:
             import logging
 
-            logging.getLogger("subcog_store.hook").warning("hook %s failed: %s: %s", event, type(e).__name__, e)
+            logging.getLogger("subcog_store.hook").warning("hook %s failed: %s: %s", request.event,
+                                                           type(e).__name__, e)
         except BaseException:  # noqa: BLE001
             pass
-        return fallback(event, e, opts.get("format"))
+        return fallback(request.event, e, request.format)
 
 
 def with_site() -> None:
@@ -90,14 +84,30 @@ def with_site() -> None:
         site.main()
 
 
-def _remaining_budget(started: float) -> None:
-    """After time spent on a worker that did not answer, the in-process run gets what is left of the budget."""
+def _remaining_budget(started: float) -> float | None:
+    """After time spent on a worker that did not answer, what is left of the budget for the in-process run
+    (None: the whole configured budget)."""
     from subcog_store.worker.client import hook_budget
 
     budget, parsed = hook_budget()
     spent = time.monotonic() - started
-    if parsed and spent > 0.05:
-        os.environ["SUBCOG_HOOK_BUDGET_SECS"] = f"{max(budget - spent, 0.1):.3f}"
+    return max(budget - spent, 0.1) if parsed and spent > 0.05 else None
+
+
+def _in_process(event: str | None, opts: dict, raw: bytes, db: str | None, started: float, note: str | None,
+                on_answer=None) -> str:
+    """The hook run here: the same request the worker builds, the model in this process, what is left of the
+    budget; `on_answer`: see `run`."""
+    try:
+        with_site()
+        from subcog_store.claude_code.request import HookRequest
+        from subcog_store.model import provider
+
+        request = HookRequest.of(event, opts, raw, os.environ, db, embedders=provider.LOCAL,
+                                 budget_secs=_remaining_budget(started) if note else None)
+    except BaseException as e:  # noqa: BLE001 - the user's session must go on
+        return fallback(event, e, opts.get("format"))
+    return run(request, note=note, on_answer=on_answer)
 
 
 def _print(out: str) -> None:
@@ -126,21 +136,12 @@ def main(argv: list[str], db: str | None = None) -> int:
         note = f"worker client failed: {type(e).__name__}: {e}"
     printed = False
     if out is None:
-        try:
-            with_site()
-            from subcog_store.model import provider
-
-            provider.use_local()
-            if note:
-                _remaining_budget(started)
-        except BaseException:  # noqa: BLE001
-            pass
 
         def emit(text: str) -> None:   # a recall hook's answer, printed before its bookkeeping is written
             nonlocal printed
             printed = True
             _print(text)
-        out = run(event, opts, raw, db, note=note, on_answer=emit)
+        out = _in_process(event, opts, raw, db, started, note, on_answer=emit)
     if not printed:
         _print(out)
     if spawn:

@@ -10,6 +10,8 @@ import json
 from dataclasses import dataclass, fields
 from typing import Mapping
 
+from subcog_store.scope import domain_for
+
 EVENTS = ("pre-compact", "session-end", "post-compact", "session-start", "user-prompt-submit")
 
 
@@ -49,9 +51,6 @@ class HookEvent:
             raise ValueError("hook input is not a JSON object")
         return cls.from_payload(name, payload)
 
-    @property
-    def domain(self) -> str:
-        """The project domain of the input's `cwd` (SUBCOG_HOOK_DOMAIN overrides; see `scope`)."""
-        from subcog_store.scope import domain_for   # lazy: the worker path of the hook command imports no settings
-
-        return domain_for(self.cwd)
+    def domain(self, environ: Mapping[str, str] | None = None) -> str:
+        """The project domain of the input's `cwd` (SUBCOG_HOOK_DOMAIN of `environ` overrides; see `scope`)."""
+        return domain_for(self.cwd, environ)

@@ -14,7 +14,10 @@ from typing import TYPE_CHECKING
 from subcog_store.claude_code.events import EVENTS, HookEvent
 
 if TYPE_CHECKING:
+    from typing import Mapping
+
     from subcog_store.capture.session import HookOptions, Run, Source
+    from subcog_store.claude_code.request import HookRequest
 
 # Lazy imports: a hook is a fresh process, and the warm worker path never gets here; each event imports only
 # what it runs (the store, the model and the extraction pipeline are heavy).
@@ -22,15 +25,15 @@ log = logging.getLogger("subcog_store.hook")
 __all__ = ["EVENTS", "HookEvent", "dispatch", "pre_compact", "post_compact", "setup_log", "log_path"]
 
 
-def log_path() -> Path:
+def log_path(environ: "Mapping[str, str] | None" = None) -> Path:
     """`SUBCOG_HOOK_LOG`, else `$XDG_STATE_HOME/subcog-store/hook.log` (default ~/.local/state); a value that
     does not parse is reported by the setting's own check, and nothing is logged meanwhile."""
     from subcog_store.config import hook_log_path
 
-    return hook_log_path(fallback=True)
+    return hook_log_path(environ, fallback=True)
 
 
-def setup_log() -> str:
+def setup_log(environ: "Mapping[str, str] | None" = None) -> str:
     """Send this package's log records to the hook log file; returns its path (or '' when not writable).
 
     Nothing ever reaches stderr: a log that cannot be written is dropped silently."""
@@ -38,7 +41,7 @@ def setup_log() -> str:
     root.propagate = False  # the log file only: stderr stays quiet during the user's session
     root.setLevel(logging.INFO)
     logging.raiseExceptions = False  # a failing log write (full disk, /dev/full) must not print a traceback
-    path = log_path()
+    path = log_path(environ)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handler: logging.Handler = logging.FileHandler(path, encoding="utf-8")
@@ -60,11 +63,9 @@ def source_of(event: HookEvent) -> "Source":
 def pre_compact(raw: bytes, options: "HookOptions") -> "Run":
     """pre-compact and session-end: capture the unread part of the transcript the hook input names. Never
     raises: problems land in `run.errors`."""
-    import time
-
     from subcog_store.capture.session import capture_transcript, new_run
 
-    started = time.monotonic()
+    started = options.clock()
     try:
         event = HookEvent.parse(options.event, raw)
     except ValueError as e:
@@ -76,11 +77,9 @@ def pre_compact(raw: bytes, options: "HookOptions") -> "Run":
 
 def post_compact(raw: bytes, options: "HookOptions") -> "Run":
     """post-compact: capture the lasting facts of the compaction summary in the hook input. Never raises."""
-    import time
-
     from subcog_store.capture.session import capture_summary, new_run
 
-    started = time.monotonic()
+    started = options.clock()
     try:
         event = HookEvent.parse("post-compact", raw)
     except ValueError as e:
@@ -90,42 +89,46 @@ def post_compact(raw: bytes, options: "HookOptions") -> "Run":
     return capture_summary(source_of(event), event.compact_summary, options, started=started)
 
 
-def dispatch(event: str | None, raw: bytes, db: Path, *, dry_run: bool = False, fmt: str = "default",
-             use_model: bool = False, on_recorded=None, on_answer=None) -> str:
+def dispatch(request: "HookRequest", *, on_recorded=None, on_answer=None) -> str:
     """Run one hook; returns what to print (may be empty). Raises only on our own bugs (the entry catches).
-    `use_model`: the prompt hook may load the model (the warm worker), else it uses it only when loaded.
+    `request.use_model`: the prompt hook may load the model (the warm worker), else it uses it only when loaded.
     `on_recorded`: a transcript capture records itself as pending, then calls this (the worker may answer);
     `on_answer(output)`: a recall hook calls it with its output before it writes `recall_log`."""
     from subcog_store.errors import ConfigError
 
+    event, fmt = request.event, request.format
     if event in ("pre-compact", "session-end", "post-compact"):
         from subcog_store.capture.session import HookOptions
         from subcog_store.claude_code.report import capture_output
 
         try:
-            options = HookOptions.from_env(db, dry_run=dry_run, event=event)
+            options = HookOptions.from_env(request.db_path, dry_run=request.dry_run, event=event,
+                                           environ=request.environ, budget_secs=request.budget(),
+                                           embedders=request.embedders)
             options.on_recorded = on_recorded
         except ConfigError as e:
             log.warning("%s: bad setting: %s", event, e)
             return capture_output(None, event, fmt, problem=str(e))
-        run = post_compact(raw, options) if event == "post-compact" else pre_compact(raw, options)
+        run = post_compact(request.raw, options) if event == "post-compact" else pre_compact(request.raw, options)
         return capture_output(run, event, fmt)
     if event in ("session-start", "user-prompt-submit"):
         from subcog_store.claude_code import recall_hooks
 
         try:
-            parsed = HookEvent.parse(event, raw)
+            parsed = HookEvent.parse(event, request.raw)
         except ValueError as e:
             log.warning("%s: %s", event, e)
             return ""
+        given = {"environ": request.environ, "embedders": request.embedders, "on_answer": on_answer,
+                 "budget_secs": request.budget(log.warning)}
         try:
             if event == "session-start":
-                return recall_hooks.session_start(parsed, db, on_answer=on_answer)
-            return recall_hooks.user_prompt_submit(parsed, db, use_model=use_model, on_answer=on_answer)
+                return recall_hooks.session_start(parsed, request.db_path, **given)
+            return recall_hooks.user_prompt_submit(parsed, request.db_path, use_model=request.use_model, **given)
         except Exception as e:  # noqa: BLE001 - fail open: nothing injected, the reason in the log
             from subcog_store.db import files   # lazy: only when a recall hook failed
 
-            files.note_damage(db, e)
+            files.note_damage(request.db_path, e)
             log.warning("%s failed: %s: %s", event, type(e).__name__, e)
             return ""
     log.warning("unknown hook event %r", event)

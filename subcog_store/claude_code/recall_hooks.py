@@ -24,9 +24,10 @@ from typing import Mapping
 
 from subcog_store.claude_code.events import HookEvent
 from subcog_store.clock import iso
-from subcog_store.config import process_setting_or_default
+from subcog_store.worker.protocol import HOOK_BUDGET_SECS
 from subcog_store.db import deferred, hook_state
 from subcog_store.db.connection import read_snapshot
+from subcog_store.model import provider
 from subcog_store.claude_code.report import markdown
 
 log = logging.getLogger("subcog_store.hook.recall")
@@ -43,13 +44,13 @@ def _output(event: str, text: str) -> str:
                       ensure_ascii=False)
 
 
-def _open(db: Path):
+def _open(db: Path, environ: Mapping[str, str] | None = None, embedders: str = provider.LOCAL):
     """The store, or None when there is none yet (a hook never creates one just to read it)."""
     from subcog_store.store import Store
 
     if not Path(db).exists():
         return None
-    return Store(db, fetch_model=False)
+    return Store(db, fetch_model=False, environ=environ, embedders=embedders)
 
 
 def _event(name: str, payload: HookEvent | Mapping) -> HookEvent:
@@ -57,21 +58,26 @@ def _event(name: str, payload: HookEvent | Mapping) -> HookEvent:
     return payload if isinstance(payload, HookEvent) else HookEvent.from_payload(name, payload)
 
 
-def _begin(event: HookEvent, db: Path, store_factory) -> tuple[str | None, str, float, object]:
+def _begin(event: HookEvent, db: Path, store_factory, environ: Mapping[str, str] | None, embedders: str
+           ) -> tuple[str | None, str, float, object]:
     """What both recall hooks start from: the session id, the project's domain, the start time, the store."""
-    return event.session_id, event.domain, time.perf_counter(), (store_factory or _open)(db)
+    store = store_factory(db) if store_factory else _open(db, environ, embedders)
+    return event.session_id, event.domain(environ), time.perf_counter(), store
 
 
-def session_start(payload: HookEvent | Mapping, db: Path, store_factory=None, on_answer=None) -> str:
+def session_start(payload: HookEvent | Mapping, db: Path, store_factory=None, on_answer=None,
+                  environ: Mapping[str, str] | None = None, embedders: str = provider.LOCAL,
+                  budget_secs: float = HOOK_BUDGET_SECS) -> str:
     """The additionalContext for a new context window (see the module docstring); "" for nothing.
-    `on_answer(output)`: called with the output before the bookkeeping is written (see `_answer`)."""
+    `on_answer(output)`: called with the output before the bookkeeping is written (see `_answer`);
+    `budget_secs`: what is left of the hook's budget (the bookkeeping never waits past it)."""
     from subcog_store.recall import inject
 
     event = _event("session-start", payload)
     source = event.source
     if source not in SOURCES:
         return ""
-    session_id, domain, started, store = _begin(event, db, store_factory)
+    session_id, domain, started, store = _begin(event, db, store_factory, environ, embedders)
     if store is None:
         return ""
     with store:
@@ -97,7 +103,7 @@ def session_start(payload: HookEvent | Mapping, db: Path, store_factory=None, on
         out = _answer(on_answer, "SessionStart", recall.text)
         writes.append(inject.log_row(store, recall, hook=f"session-start:{source}", domain=domain,
                                      session_id=session_id, query=None, started=started))
-        _bookkeeping(store, writes, started)
+        _bookkeeping(store, writes, started, budget_secs)
     return out
 
 
@@ -110,11 +116,10 @@ def _answer(on_answer, event: str, text: str) -> str:
     return out
 
 
-def _bookkeeping(store, writes: list, started: float) -> None:
+def _bookkeeping(store, writes: list, started: float, budget_secs: float) -> None:
     """Write what the hook gave (recall_log, the compaction, the report delivered): waiting for another process's
     lock at most BOOKKEEPING_WAIT_SECS and never past the hook's budget, else deferred to the next hook."""
-    budget = float(process_setting_or_default("hook_budget_secs", log.warning))   # type: ignore[arg-type]
-    left = budget - (time.perf_counter() - started)
+    left = budget_secs - (time.perf_counter() - started)
     deferred.write_or_defer(store.con, store.path, writes, min(BOOKKEEPING_WAIT_SECS, left))
 
 
@@ -137,15 +142,16 @@ def _report(store, session_id: str) -> _Report | None:
 
 
 def user_prompt_submit(payload: HookEvent | Mapping, db: Path, use_model: bool = False, store_factory=None,
-                       on_answer=None) -> str:
+                       on_answer=None, environ: Mapping[str, str] | None = None,
+                       embedders: str = provider.LOCAL, budget_secs: float = HOOK_BUDGET_SECS) -> str:
     """The additionalContext for a prompt: relevant memories past the abstain gate, or "" (most prompts);
-    `on_answer` as for `session_start`."""
+    `on_answer`, `budget_secs` as for `session_start`."""
     from subcog_store.errors import InvalidInput
     from subcog_store.recall import inject
 
     event = _event("user-prompt-submit", payload)
     prompt = event.prompt
-    session_id, domain, started, store = _begin(event, db, store_factory)
+    session_id, domain, started, store = _begin(event, db, store_factory, environ, embedders)
     if store is None:
         return ""
     with store:
@@ -163,5 +169,5 @@ def user_prompt_submit(payload: HookEvent | Mapping, db: Path, use_model: bool =
         out = _answer(on_answer, "UserPromptSubmit", recall.text)
         _bookkeeping(store, [inject.log_row(store, recall, hook="user-prompt-submit", domain=domain,
                                             session_id=session_id, query=prompt if isinstance(prompt, str) else None,
-                                            started=started)], started)
+                                            started=started)], started, budget_secs)
     return out

@@ -10,10 +10,9 @@ BACKGROUND_MESSAGE = "subcog: capturing this conversation's lasting facts in the
 
 
 def _short(text: str, width: int = 80) -> str:
-    from subcog_store.text.redact import shown
+    from subcog_store.text.redact import shown_line
 
-    text = " ".join((shown(text) or "").split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return shown_line(text, width)
 
 
 def _ago(seconds: float | None) -> str:

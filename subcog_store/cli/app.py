@@ -32,9 +32,10 @@ def db_path(args: argparse.Namespace) -> Path:
 def open_store(args: argparse.Namespace, readonly: bool = False):
     """The store; a batch run left 'running' by a killed `dedup` is marked interrupted on the way."""
     from subcog_store.batch.runlock import reap_stale_runs
+    from subcog_store.model import provider
     from subcog_store.store import Store
 
-    store = Store(db_path(args), readonly=readonly)
+    store = Store(db_path(args), readonly=readonly, embedders=provider.VIA_WORKER)   # the warm worker embeds
     if not readonly:
         reap_stale_runs(store)
     return store
@@ -156,9 +157,9 @@ def run(parser: argparse.ArgumentParser, argv: list[str] | None = None) -> int:
         return InvalidInput.exit_code
     except Exception as e:  # noqa: BLE001 - a SQLite error that reached here still gets a documented code
         from subcog_store.db import files   # lazy: only when a command failed on SQLite
-        from subcog_store.errors import from_sqlite, points_to_corruption
+        from subcog_store.db.connection import database_error
 
-        mapped = (files.note_damage(db_path(args), e) if points_to_corruption(e) else None) or from_sqlite(e)
+        mapped = files.note_damage(db_path(args), e) or database_error(e)
         if mapped is None:
             raise
         print(f"subcog-store: {mapped}", file=sys.stderr)

@@ -23,7 +23,6 @@ def register(sub, add) -> None:
 
 def cmd_import_history(args: argparse.Namespace) -> int:
     from subcog_store.capture.history import Importer, projects_dir
-    from subcog_store.model import provider
     from subcog_store.progress import bar
 
     root = Path(args.dir) if args.dir else projects_dir()
@@ -33,7 +32,6 @@ def cmd_import_history(args: argparse.Namespace) -> int:
         emit(args, {"root": str(root), "sessions": 0}, f"import-history: {root} does not exist (no Claude Code "
                                                        "sessions under CLAUDE_CONFIG_DIR here): nothing to import")
         return 0
-    provider.serve_shared()   # a batch: one model for the whole run, in this process (each session opens a store)
     importer = Importer(db_path(args), root, dry_run=args.dry_run)
     capture_log = logging.getLogger("subcog_store.hook.capture")
     level = capture_log.level

@@ -9,6 +9,7 @@ import shlex
 import shutil
 import sys
 
+from subcog_store.config import POLICIES
 from subcog_store.cli.app import db_path, emit, open_store, positive_int, read_stdin_bytes, read_text_arg
 from subcog_store.errors import DatabaseError, InvalidInput, NotFound, SubcogError
 
@@ -32,7 +33,7 @@ def register(sub, add) -> None:
             p.add_argument("--importance", type=float, default=0.5, help="0 to 1 (default 0.5)")
             p.add_argument("--tag", action="append", help="a tag (repeatable)")
             p.add_argument("--source", help="where the text comes from (default: cli)")
-            p.add_argument("--policy", choices=("skip", "verify", "replace", "merge"),
+            p.add_argument("--policy", choices=POLICIES,
                            help="override the namespace's policy")
     p = add("list", "list memories, newest first", cmd_list)
     p.add_argument("--namespace", "-n")
@@ -134,9 +135,9 @@ def _failed(number: int, error: SubcogError) -> dict:
 
 def _database_error(error: BaseException) -> SubcogError | None:
     """A SQLite error as the documented DatabaseError, or None when it is not one (a bug: raised)."""
-    from subcog_store.errors import from_sqlite
+    from subcog_store.db.connection import database_error
 
-    return error if isinstance(error, DatabaseError) else from_sqlite(error)
+    return error if isinstance(error, DatabaseError) else database_error(error)
 
 
 def _not_attempted(numbers: list[int], results: dict[int, dict]) -> None:
@@ -160,7 +161,7 @@ def _capture_lines(store, valid: list, batch: list, results: dict[int, dict], pr
             except InvalidInput:
                 continue
         try:
-            todo = [o.prepared for o in chunk if needs_vector(store, o)]
+            todo = [o.prepared for o in chunk if needs_vector(store.core, o)]
         except Exception as e:  # noqa: BLE001 - the capture of each line meets it again and reports it
             todo = []
             if _database_error(e) is None:

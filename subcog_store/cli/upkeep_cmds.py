@@ -92,6 +92,7 @@ def cmd_redact(args: argparse.Namespace) -> int:
 def cmd_eval_pairs(args: argparse.Namespace) -> int:
     from subcog_store.evaluation.evaluate import evaluate, format_report
     from subcog_store.evaluation.pairs import read_pairs
+    from subcog_store.model import provider
 
     try:
         pairs = read_pairs(args.file, args.pairs_format, limit=args.limit)
@@ -100,6 +101,6 @@ def cmd_eval_pairs(args: argparse.Namespace) -> int:
     from subcog_store.progress import bar
 
     with bar(len(pairs), "eval-pairs", unit="pairs", quiet=args.quiet) as p:
-        report = evaluate(pairs, args.namespace, progress=p.update)
+        report = evaluate(pairs, args.namespace, progress=p.update, embedders=provider.VIA_WORKER)
     print(json.dumps(report.to_dict()) if args.json else format_report(report))
     return 0

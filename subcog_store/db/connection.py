@@ -10,11 +10,15 @@ import apsw
 
 from subcog_store.db import locks
 from subcog_store.db import files
-from subcog_store.errors import DatabaseError, NotASubcogDatabase
+from subcog_store.errors import DatabaseError, NotASubcogDatabase, SubcogError
 from subcog_store.text.normalize import content_hash
 from subcog_store.db.sqlfiles import migrations, q
 
 APPLICATION_ID = 0x53554243  # "SUBC"
+# The backend's errors, as the layers above catch them (they never import apsw): any database error, and another
+# process holding the write lock past the wait (`db/locks.py`).
+Error = apsw.Error
+Busy = apsw.BusyError
 MMAP_BYTES = 1 << 30
 
 
@@ -54,6 +58,30 @@ def set_overrides(con: apsw.Connection, overrides: dict[str, float]) -> None:
     flags = getattr(apsw, "SQLITE_INNOCUOUS", 0)
     values = dict(overrides)
     con.create_scalar_function("subcog_setting", lambda key: values.get(key), 1, flags=flags)
+
+
+_SQLITE_MESSAGES = {
+    "FullError": "the disk is full (or the database reached its size limit); nothing was written",
+    "IOError": "an I/O error while reading or writing the database; nothing was written",
+    "CorruptError": "the database file is corrupt",
+    "NotADBError": "the file is not a SQLite database",
+    "BusyError": "the database is locked by another process",
+    "LockedError": "the database is locked by another connection",
+    "ReadOnlyError": "the database is read-only",
+    "CantOpenError": "the database file cannot be opened",
+    "PermissionsError": "no permission to use the database file",
+}
+
+
+def database_error(error: BaseException, path: str = "") -> SubcogError | None:
+    """A SQLite (apsw) error as the documented DatabaseError (exit 4), or None when it is not one."""
+    if not isinstance(error, apsw.Error):
+        return None
+    message = _SQLITE_MESSAGES.get(type(error).__name__)
+    where = f"{path}: " if path else ""
+    if message is None:
+        return DatabaseError(f"{where}database error: {error}")
+    return DatabaseError(f"{where}{message}")
 
 
 def _disk_full(path: str) -> bool:
@@ -151,6 +179,17 @@ def _while_busy(action):
             if time.monotonic() > deadline:
                 raise
             time.sleep(random.uniform(0.002, 0.02))
+
+
+def rewrite_file(con: apsw.Connection) -> bool:
+    """Rewrite the file compactly (VACUUM, then a truncating WAL checkpoint), so no deleted text stays in its free
+    pages; False when another process holds the file (nothing is lost: free pages may keep old bytes)."""
+    try:
+        con.execute(q("vacuum"))
+        con.execute(q("checkpoint_truncate"))
+    except apsw.BusyError:
+        return False
+    return True
 
 
 def schema_version(con: apsw.Connection) -> int:

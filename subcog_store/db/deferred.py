@@ -46,6 +46,12 @@ def report_delivered(session_id: str, run_id: int, now: str) -> Write:
     return Write("mark_hook_run_delivered", {"session_id": session_id, "now": now, "upto": run_id})
 
 
+def write_now(con: apsw.Connection, writes: list[Write]) -> None:
+    """Write `writes` in the caller's write transaction."""
+    for w in writes:
+        con.execute(q(w.name), w.params)
+
+
 def spool_path(db: str | os.PathLike) -> Path | None:
     """The spool beside the database (None for an in-memory one)."""
     return None if str(db) in ("", ":memory:") else Path(f"{db}-deferred.jsonl")

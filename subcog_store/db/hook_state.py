@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import apsw
 
@@ -21,15 +22,30 @@ STALE_SECS = 120.0   # a capture pending longer than this (and than twice its bu
 
 # ------------------------------------------------------------------------------------------------ offsets
 
-def offset(con: "apsw.Connection", session_id: str, transcript_path: str) -> tuple[int, int]:
-    """(byte offset of the record to resume at, characters of its text already handled); (0, 0) when new."""
+class Resume(NamedTuple):
+    """Where a transcript's capture goes on: the record (byte offset), the piece of its text (characters of it
+    already handled), how many candidates of that piece were handled and the fingerprint of the last of them.
+    Ordered: a later position is further on."""
+
+    offset: int = 0
+    chars: int = 0
+    done: int = 0
+    mark: str | None = None
+
+    def after(self, other: "Resume") -> bool:
+        return self[:3] > other[:3]
+
+
+def offset(con: "apsw.Connection", session_id: str, transcript_path: str) -> Resume:
+    """Where the last capture of this session's transcript stopped (the start when there was none)."""
     row = con.execute(q("get_hook_offset"), {"session_id": session_id, "transcript_path": transcript_path}).fetchone()
-    return (int(row[0]), int(row[1])) if row else (0, 0)
+    return Resume(int(row[0]), int(row[1]), int(row[2]), row[3]) if row else Resume()
 
 
-def set_offset(con: "apsw.Connection", session_id: str, transcript_path: str, at: tuple[int, int], now: str) -> None:
+def set_offset(con: "apsw.Connection", session_id: str, transcript_path: str, at: Resume, now: str) -> None:
     con.execute(q("set_hook_offset"), {"session_id": session_id, "transcript_path": transcript_path,
-                                       "byte_offset": at[0], "record_chars": at[1], "now": now})
+                                       "byte_offset": at.offset, "record_chars": at.chars, "piece_done": at.done,
+                                       "piece_mark": at.mark, "now": now})
 
 
 # ------------------------------------------------------------------------------------------------ runs
@@ -73,6 +89,13 @@ def clear_pending(con: "apsw.Connection", session_id: str, transcript_path: str)
     con.execute(q("clear_hook_pending"), {"session_id": session_id, "transcript_path": transcript_path})
 
 
+def defer(con: "apsw.Connection", session_id: str, transcript_path: str, record: dict, now: str) -> None:
+    """This capture stopped early for its budget: the next capture hook on the store goes on with it (in the
+    caller's transaction)."""
+    con.execute(q("defer_hook_capture"), {"session_id": session_id, "transcript_path": transcript_path,
+                                          "payload": json.dumps(record), "now": now})
+
+
 @dataclass
 class Unreadable:
     """A pending-capture record whose payload is not a hook input naming a transcript."""
@@ -94,12 +117,21 @@ class Pending:
 
 
 def pending_before(con: "apsw.Connection", before: str, limit: int = -1) -> Pending:
-    """The captures marked pending before `before` (ISO), oldest first, read row by row: a row whose payload is
-    not a hook input naming a transcript comes back apart, never in the way of the others. A store older than
-    migration 010 has none."""
+    """The captures marked pending before `before` (ISO) and never saved (their worker died), oldest first, read
+    row by row: a row whose payload is not a hook input naming a transcript comes back apart, never in the way of
+    the others. A store older than migration 010 has none."""
+    return _read(con, "stale_hook_pending", {"before": before, "limit": limit})
+
+
+def deferred(con: "apsw.Connection", limit: int = -1) -> Pending:
+    """The captures their budget stopped early, oldest first, read row by row as `pending_before`."""
+    return _read(con, "deferred_hook_captures", {"limit": limit})
+
+
+def _read(con: "apsw.Connection", query: str, params: dict) -> Pending:
     found = Pending()
     try:
-        rows = con.execute(q("stale_hook_pending"), {"before": before, "limit": limit}).fetchall()
+        rows = con.execute(q(query), params).fetchall()
     except apsw.Error as e:   # the table is missing, or cannot be read now: nothing to redo this time
         log.warning("pending captures not listed: %s: %s", type(e).__name__, e)
         return found
@@ -130,6 +162,6 @@ def set_aside_records(con: "apsw.Connection") -> list[str]:
     """The records set aside as unreadable, each described by session, transcript and fingerprint."""
     try:
         rows = con.execute(q("hook_pending_set_aside")).fetchall()
-    except apsw.Error:   # a store older than migration 012
+    except apsw.Error:   # a store older than migration 013
         return []
     return [Unreadable(s, t, "", p, "").describe() for s, t, p in rows]

@@ -1,10 +1,9 @@
-"""The one writer of memory rows: insert, retire, link, rewrite, restore, hard delete, the undo snapshot and the
-decision log.
+"""Memories and their vectors: the one writer of memory rows (insert, retire, link, rewrite, move, restore, hard
+delete, the undo snapshot) and the reads of them.
 
-Nothing else writes `memories`, `memory_vectors`, `retired_vectors`, a memory's `recent_captures` rows,
-`dedup_log` or `decision_members`. Every function runs inside the caller's write transaction
-(`db.connection.immediate`) and takes plain values. One undo format serves every decision: the snapshots of
-the memories it changed, as they were, and the state it left them in (so a later change is detected).
+Nothing else writes `memories`, `memory_vectors`, `memory_bits`, `retired_vectors` or a memory's
+`recent_captures` rows. Writes run inside the caller's write transaction (`db.connection.immediate`); every
+function takes plain values. The vectors' reads are `db/vectors.py`'s, the decision log `db/decisions.py`'s.
 """
 # Lazy imports: the secret patterns compile only when a memory is shown.
 from __future__ import annotations
@@ -14,15 +13,13 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
+from subcog_store.db import recent
 from subcog_store.db.connection import dict_row, dict_rows
 from subcog_store.db.sqlfiles import q
-from subcog_store.errors import DatabaseError
+from subcog_store.errors import DatabaseError, NotFound
 
 if TYPE_CHECKING:
     import apsw
-
-UNDO_VERSION = 2
-
 
 def urn(domain: str, namespace: str, memory_id: str) -> str:
     """`subcog://<domain>/<namespace>/<id>`: how a memory is named everywhere."""
@@ -86,7 +83,7 @@ class Snapshot:
     vector: bytes | None = None
     parked: bytes | None = None
     recent: list[dict] = field(default_factory=list)
-    vector_was_parked: bool = False    # undo rows written before UNDO_VERSION 2: the live vector is the parked one
+    vector_was_parked: bool = False    # undo rows written before undo v2: the live vector is the parked one
 
     @property
     def id(self) -> str:
@@ -113,8 +110,8 @@ def snapshot(con: "apsw.Connection", memory_id: str) -> Snapshot:
         raise DatabaseError(f"memory {memory_id} vanished inside a write transaction")
     live = con.execute(q("select_vector"), {"seq": row["seq"]}).fetchone()
     parked = con.execute(q("parked_vector"), {"seq": row["seq"]}).fetchone()
-    recent = dict_rows(con.execute(q("recent_captures_of"), {"id": memory_id}))
-    return Snapshot(row, bytes(live[0]) if live else None, bytes(parked[0]) if parked else None, recent)
+    return Snapshot(row, bytes(live[0]) if live else None, bytes(parked[0]) if parked else None,
+                    recent.of_memory(con, memory_id))
 
 
 # ------------------------------------------------------------------------------------------------ writes
@@ -138,8 +135,7 @@ def insert(con: "apsw.Connection", *, memory_id: str, domain: str, namespace: st
         "now": now}).fetchone()
     if vector is not None:
         add_vector(con, seq, namespace, domain, vector)
-    con.execute(q("insert_recent_capture"), {"content_hash": stored_hash, "memory_id": memory_id,
-                                             "namespace": namespace, "domain": domain, "captured_at": captured_at})
+    recent.record(con, stored_hash, memory_id, namespace, domain, captured_at)
     return seq, stored_hash
 
 
@@ -221,7 +217,7 @@ def move(con: "apsw.Connection", memory_id: str, domain: str, now: str) -> Snaps
     con.execute(q("move_vector"), {"seq": before.row["seq"], "domain": domain})
     con.execute(q("move_bits"), {"seq": before.row["seq"], "domain": domain})
     con.execute(q("log_bits"), {"seq": before.row["seq"]})
-    con.execute(q("move_recent_captures"), {"id": memory_id, "domain": domain})
+    recent.move(con, memory_id, domain)
     return before
 
 
@@ -233,7 +229,7 @@ def hard_delete(con: "apsw.Connection", memory_id: str) -> list[Snapshot]:
         deleted += hard_delete(con, pred)
     snap = snapshot(con, memory_id)
     deleted.append(snap)
-    con.execute(q("delete_recent_captures_of"), {"id": memory_id})
+    recent.forget(con, memory_id)
     _delete_vector(con, snap.row["seq"])
     con.execute(q("delete_memory"), {"id": memory_id})
     return deleted
@@ -245,11 +241,10 @@ def restore(con: "apsw.Connection", snap: Snapshot) -> None:
     params = {k: v for k, v in row.items() if k != "content_hash"}
     if _row(con, row["id"]) is None:
         con.execute(q("reinsert_memory"), params)
-        for capture in snap.recent:
-            con.execute(q("reinsert_recent_capture"), capture)
+        recent.put_back(con, snap.recent)
     else:
         con.execute(q("restore_memory"), params)
-        con.execute(q("move_recent_captures"), {"id": row["id"], "domain": row["domain"]})
+        recent.move(con, row["id"], row["domain"])
     live, parked = snap.vector, snap.parked
     if snap.vector_was_parked:
         found = con.execute(q("parked_vector"), {"seq": row["seq"]}).fetchone()
@@ -259,114 +254,89 @@ def restore(con: "apsw.Connection", snap: Snapshot) -> None:
         con.execute(q("park_vector"), {"seq": row["seq"], "embedding": parked})
     set_vector(con, row["seq"], row["namespace"], row["domain"], live if row["status"] == "active" else None)
 
-
-# ------------------------------------------------------------------------------------------------ decisions
-
-@dataclass
-class Undo:
-    """How to reverse a decision: the text it did not store, the memories it changed (as they were), the
-    memory it created, and the state it left each memory in (a later change blocks the undo)."""
-
-    candidate: dict | None = None
-    before: list[Snapshot] = field(default_factory=list)
-    stored: str | None = None
-    after: dict[str, list] = field(default_factory=dict)   # id -> [status, successor_id]; [None, None]: deleted
-
-    def expect(self, memory_id: str, status: str | None, successor_id: str | None = None) -> None:
-        self.after[memory_id] = [status, successor_id]
-
-    def to_json(self) -> str:
-        return json.dumps({"v": UNDO_VERSION, "candidate": self.candidate,
-                           "before": [s.to_json() for s in self.before], "stored": self.stored,
-                           "after": self.after})
-
-    @classmethod
-    def from_json(cls, text: str | None) -> "Undo":
-        """Reads every format this project wrote: v2, the store-time `retired` rows, the batch snapshots."""
-        data = json.loads(text or "{}")
-        if data.get("v") == UNDO_VERSION:
-            return cls(data.get("candidate"), [Snapshot.from_json(s) for s in data["before"]], data.get("stored"),
-                       data.get("after", {}))
-        if "survivor" in data:  # a batch merge before v2
-            survivor = data["survivor"]["row"]["id"]
-            undo = cls(None, [Snapshot.from_json(data["survivor"])])
-            undo.expect(survivor, "active", data["survivor"]["row"]["successor_id"])
-            deleted = {s["row"]["id"] for s in data.get("deleted", [])}
-            for snap in data["members"]:
-                undo.before.append(Snapshot.from_json(snap))
-                undo.expect(snap["row"]["id"], None if snap["row"]["id"] in deleted else "merged", survivor)
-            # predecessors of hard-deleted members, restored after what they point at
-            undo.before += [Snapshot.from_json(s) for s in reversed(data.get("deleted", []))
-                            if s["row"]["id"] not in {b.id for b in undo.before}]
-            return undo
-        return cls(data.get("candidate"), [Snapshot.from_json(r) for r in data.get("retired", [])],
-                   data.get("stored"))
-
-
-@dataclass
-class Decision:
-    """One row of the decision log, with the memories it touched (`members`: (memory id, role))."""
-
-    decided_at: str
-    domain: str
-    namespace: str
-    policy: str | None
-    decision: str
-    new_content: str | None = None
-    new_hash: str | None = None
-    matched_memory_id: str | None = None
-    matched_content: str | None = None
-    similarity: float | None = None
-    memory_id: str | None = None
-    reasoning: str | None = None
-    confirmed: bool = False
-    undo: Undo | None = None
-    members: list[tuple[str, str]] = field(default_factory=list)
-
-
-def log_decision(con: "apsw.Connection", d: Decision) -> int:
-    decision_id = con.execute(q("log_decision"), {
-        "decided_at": d.decided_at, "domain": d.domain, "namespace": d.namespace, "policy": d.policy,
-        "decision": d.decision, "new_content": d.new_content, "new_hash": d.new_hash,
-        "matched_memory_id": d.matched_memory_id, "matched_content": d.matched_content,
-        "similarity": d.similarity, "memory_id": d.memory_id, "reasoning": d.reasoning,
-        "review_status": "confirmed" if d.confirmed else "unreviewed",
-        "reviewed_at": d.decided_at if d.confirmed else None,
-        "undo": d.undo.to_json() if d.undo else None}).fetchone()[0]
-    for memory_id, role in d.members:
-        con.execute(q("add_decision_member"), {"decision_id": decision_id, "memory_id": memory_id, "role": role})
-    return decision_id
-
-
-def redact_decision(con: "apsw.Connection", decision_id: int, new_content: str | None, matched_content: str | None,
-                    reasoning: str | None, undo: str | None) -> None:
-    """A logged decision's texts (and undo snapshots) with secrets replaced (the `redact` command)."""
-    con.execute(q("redact_decision"), {"id": decision_id, "new_content": new_content,
-                                       "matched_content": matched_content, "reasoning": reasoning, "undo": undo})
-
-
-def set_review_status(con: "apsw.Connection", decision_id: int, status: str, now: str) -> None:
-    con.execute(q("set_review_status"), {"id": decision_id, "status": status, "now": now})
-
-
 def active_owner(con: "apsw.Connection", domain: str, namespace: str, content_hash: str) -> str | None:
-    """The active memory of a scope with this normalized content, if any."""
-    row = con.execute(q("find_exact_match"), {"content_hash": content_hash, "domain": domain,
-                                              "namespace": namespace}).fetchone()
-    return row[0] if row else None
+    """The id of the active memory of a scope with this normalized content, if any."""
+    found = exact_match(con, content_hash, namespace, domain)
+    return found[0] if found else None
 
 
-def changed_since(con: "apsw.Connection", undo: Undo) -> str | None:
-    """The first memory whose state differs from what the decision left (a later decision changed it)."""
-    for memory_id, (status, successor) in undo.after.items():
-        now = _row(con, memory_id)
-        state = [now["status"], now["successor_id"]] if now else [None, None]
-        if status is None and now is None:
-            continue
-        if state[0] != status or (status is not None and state[1] != successor):
-            return memory_id
-    return None
+# ------------------------------------------------------------------------------------------------ reads
+
+def exact_match(con: "apsw.Connection", content_hash: str, namespace: str, domain: str) -> tuple[str, str] | None:
+    """(id, content) of the active memory of a scope with this normalized content (the exact tier), or None."""
+    row = con.execute(q("find_exact_match"),
+                      {"content_hash": content_hash, "namespace": namespace, "domain": domain}).fetchone()
+    return (row[0], row[1]) if row else None
 
 
-def members(ids: Iterable[str], role: str) -> list[tuple[str, str]]:
-    return [(memory_id, role) for memory_id in ids]
+def newest_seq(con: "apsw.Connection") -> int:
+    """The newest memory row (its seq; 0 for none): a check remembers it, and its re-check under the write lock
+    looks at the rows written after it (`written_since`, `vectors.written_since`)."""
+    return con.execute(q("max_memory_seq")).fetchone()[0]
+
+
+def written_since(con: "apsw.Connection", seq: int, namespace: str, domain: str) -> list[tuple[str, str]]:
+    """(id, content) of the active memories of a scope written after row `seq`."""
+    return con.execute(q("new_memories_in_scope"), {"after": seq, "namespace": namespace, "domain": domain}
+                       ).fetchall()
+
+
+def listed(con: "apsw.Connection", namespace: str | None = None, domain: str | None = None,
+           status: str | None = "active", limit: int = 100) -> list[Memory]:
+    """Memories, newest first, filtered by whichever of namespace, domain and status is given."""
+    params = {"namespace": namespace, "domain": domain, "status": status, "limit": limit}
+    return [Memory.from_row(r) for r in dict_rows(con.execute(q("list_memories"), params))]
+
+
+def by_ids(con: "apsw.Connection", ids: list[str]) -> dict[str, Memory]:
+    """The memories with these ids (any status), by id."""
+    if not ids:
+        return {}
+    rows = dict_rows(con.execute(q("memories_by_ids"), {"ids": json.dumps(ids)}))
+    return {r["id"]: Memory.from_row(r) for r in rows}
+
+
+def most_important(con: "apsw.Connection", domain: str, limit: int) -> list[Memory]:
+    """A domain's active memories in ranking order (importance first): the session-start index's candidates."""
+    return [Memory.from_row(r) for r in dict_rows(con.execute(q("top_memories"), {"domain": domain,
+                                                                                  "limit": limit}))]
+
+
+def scopes(con: "apsw.Connection", namespace: str | None, domain: str | None) -> list[tuple[str, str, int]]:
+    """(namespace, domain, active memories) of every scope with active memories, filtered when given."""
+    return con.execute(q("active_scopes"), {"namespace": namespace, "domain": domain}).fetchall()
+
+
+def in_scope(con: "apsw.Connection", namespace: str, domain: str) -> list[Memory]:
+    """The active memories of one scope."""
+    return [Memory.from_row(r) for r in dict_rows(con.execute(q("scope_memories"),
+                                                              {"namespace": namespace, "domain": domain}))]
+
+
+def count_active(con: "apsw.Connection", namespace: str | None, domain: str | None) -> int:
+    return con.execute(q("count_active"), {"namespace": namespace, "domain": domain}).fetchone()[0]
+
+
+def ids_in_domain(con: "apsw.Connection", domain: str) -> list[str]:
+    """Every memory of a domain, whatever its status."""
+    return [r[0] for r in con.execute(q("domain_memory_ids"), {"domain": domain}).fetchall()]
+
+
+def hashes(con: "apsw.Connection") -> list[tuple[str, str, str]]:
+    """(id, content, stored content hash) of every memory."""
+    return con.execute(q("all_hashes")).fetchall()
+
+
+def purge_text_index(con: "apsw.Connection") -> None:
+    """Rebuild the full-text index from the memories (no replaced text stays in it)."""
+    con.execute(q("purge_fts"))
+
+
+def require(con: "apsw.Connection", memory_id: str) -> Memory:
+    """A memory by id (any status); NotFound when there is none (or the id cannot be one)."""
+    if not isinstance(memory_id, str) or len(memory_id) > 100:
+        raise NotFound(f"no memory with id {str(memory_id)[:100]!r}")
+    memory = get(con, memory_id)
+    if memory is None:
+        raise NotFound(f"no memory with id {memory_id!r}")
+    return memory

@@ -10,10 +10,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Callable
 
-from subcog_store.db import files, knn
-from subcog_store.db.connection import dict_row, read_snapshot
-from subcog_store.db.memories import get as get_memory, urn
-from subcog_store.db.sqlfiles import q
+from subcog_store.db import files, knn, memories, recent, search, vectors
+from subcog_store.db.connection import read_snapshot
+from subcog_store.db.memories import urn
 from subcog_store.dedup.rule import PairVerdict, PhraseSimilarity, judge
 from subcog_store.text.normalize import content_hash
 from subcog_store.text.textsim import fts_query, word_overlap
@@ -93,9 +92,8 @@ class CheckResult:
 
 
 def exact_tier(con: "apsw.Connection", content_hash: str, namespace: str, domain: str) -> tuple[str, str] | None:
-    row = con.execute(q("find_exact_match"),
-                      {"content_hash": content_hash, "namespace": namespace, "domain": domain}).fetchone()
-    return (row[0], row[1]) if row else None
+    """(id, content) of the active memory of the scope with this normalized content, or None."""
+    return memories.exact_match(con, content_hash, namespace, domain)
 
 
 def semantic_neighbours(con: "apsw.Connection", vector: "np.ndarray", namespace: str, domain: str,
@@ -111,9 +109,8 @@ def text_neighbours(con: "apsw.Connection", content: str, namespace: str, domain
     query = fts_query(content)
     if query is None:
         return []
-    rows = con.execute(q("find_text_neighbours"),
-                       {"query": query, "namespace": namespace, "domain": domain, "k": k * 4}).fetchall()
-    found = [Neighbour(memory_id, text, word_overlap(content, text)) for memory_id, text, _ in rows]
+    rows = search.text_neighbours(con, query, namespace, domain, k * 4)
+    found = [Neighbour(memory_id, text, word_overlap(content, text)) for memory_id, text in rows]
     return sorted(found, key=lambda n: -n.similarity)[:k]
 
 
@@ -122,14 +119,17 @@ def recent_tier(con: "apsw.Connection", content_hash: str, namespace: str, domai
     """The newest capture of this content within the window: stamped from `now - window` up to `now` (plus
     FUTURE_SLACK_SECS between processes' clocks); one stamped later comes from before the clock went back and
     is ignored, with a line in the log."""
-    rows = con.execute(q("find_recent_capture"), {
-        "content_hash": content_hash, "namespace": namespace, "domain": domain, "since": now - window}).fetchall()
+    rows = recent.in_window(con, content_hash, namespace, domain, now - window)
     ahead = [row for row in rows if row[1] > now + FUTURE_SLACK_SECS]
     if ahead:
         log.warning("recent window: %d capture(s) of %s stamped in the future (up to %.0f s ahead: the clock went "
                     "back?) ignored", len(ahead), content_hash[:16], max(row[1] for row in ahead) - now)
-    row = next((row for row in rows if row[1] <= now + FUTURE_SLACK_SECS), None)
-    return (row[0], row[1]) if row else None
+    return next((row for row in rows if row[1] <= now + FUTURE_SLACK_SECS), None)
+
+
+def long_enough(content: str, settings: "Settings") -> bool:
+    """Long enough for the semantic tier: SUBCOG_DEDUP_MIN_SEMANTIC_LENGTH characters, whitespace folded."""
+    return len(" ".join(content.split())) >= int(settings.dedup_min_semantic_length)
 
 
 def guard_floor(result: "CheckResult", settings: "Settings") -> float:
@@ -193,7 +193,7 @@ def run_check(con: "apsw.Connection", inputs: CheckInputs, settings: "Settings",
             hit("exact_match", "hash", found[0], 1.0, found[1])
 
     def semantic() -> None:
-        if len(" ".join(inputs.content.split())) < settings.dedup_min_semantic_length:
+        if not long_enough(inputs.content, settings):
             result.tiers_run[-1] = "semantic:skipped_short"
             return
         vector = embed(inputs.content, inputs.content_hash) if settings.dedup_semantic_enabled else None
@@ -221,14 +221,14 @@ def run_check(con: "apsw.Connection", inputs: CheckInputs, settings: "Settings",
             memory_id, captured_at = found
             content = None
             if memory_id:
-                row = dict_row(con.execute(q("get_memory"), {"id": memory_id}))
-                content = row["content"] if row else None
+                memory = memories.get(con, memory_id)
+                content = memory.content if memory else None
             hit("recent_capture", "recent", memory_id, 1.0, content)
             result.captured_seconds_ago = max(0.0, inputs.now - captured_at)
 
     if settings.dedup_enabled:
         with read_snapshot(con):  # every tier sees the same committed state
-            result.seen_seq = con.execute(q("max_memory_seq")).fetchone()[0]
+            result.seen_seq = memories.newest_seq(con)
             for tier, fn in (("exact", exact), ("semantic", semantic), ("recent", recent)):
                 timed(tier, fn)
                 if result.is_duplicate:
@@ -243,7 +243,7 @@ def revalidate(con: "apsw.Connection", inputs: CheckInputs, check: CheckResult, 
                vector: "np.ndarray | None", recheck: bool = True) -> None:
     """Under the write lock, before a capture stores: another process may have stored the same text, or retired
     its match (the plan is corrected), or, when `recheck`, stored a near one since the check (`check_again`)."""
-    plan.retire = [mid for mid in plan.retire if (m := get_memory(con, mid)) and m.status == "active"]
+    plan.retire = [mid for mid in plan.retire if (m := memories.get(con, mid)) and m.status == "active"]
     if not plan.retire and plan.decision in ("replaced", "merged"):
         plan.decision, plan.content = "stored", inputs.content
     text_hash = inputs.content_hash if plan.content == inputs.content else content_hash(plan.content)
@@ -281,13 +281,11 @@ def new_neighbours(con: "apsw.Connection", inputs: CheckInputs, result: CheckRes
     if "semantic" in result.tier_errors:
         return []   # it failed open outside: so does its re-check
     if "semantic" in result.tiers_run and vector is not None:
-        params = {"after": result.seen_seq, "namespace": inputs.namespace, "domain": inputs.domain,
-                  "embedding": vector.astype("float32").tobytes()}
-        found = [Neighbour(i, c, float(sim)) for i, c, sim in con.execute(q("new_semantic_neighbours"), params)]
+        found = [Neighbour(i, c, sim) for i, c, sim in vectors.written_since(
+            con, result.seen_seq, inputs.namespace, inputs.domain, vector.astype("float32").tobytes())]
     elif "semantic:text" in result.tiers_run:
-        params = {"after": result.seen_seq, "namespace": inputs.namespace, "domain": inputs.domain}
         found = [Neighbour(i, c, word_overlap(inputs.content, c))
-                 for i, c in con.execute(q("new_memories_in_scope"), params)]
+                 for i, c in memories.written_since(con, result.seen_seq, inputs.namespace, inputs.domain)]
     else:
         return []   # no semantic tier ran (disabled, short, failed open): the exact re-check is all there is
     floor = guard_floor(result, settings)

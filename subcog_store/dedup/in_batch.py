@@ -8,14 +8,17 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from subcog_store.dedup.check import exact_tier
+from subcog_store.core import Core
+from subcog_store.db import locks
+from subcog_store.dedup import write
+from subcog_store.dedup.check import exact_tier, long_enough
 from subcog_store.dedup.rule import judge
 from subcog_store.errors import DatabaseError, InvalidInput, SubcogError
 from subcog_store.inputs import CaptureRequest, Prepared, prepare_all
 
 if TYPE_CHECKING:
     from subcog_store.dedup.check import CheckResult
-    from subcog_store.store import CaptureResult, Store
+    from subcog_store.dedup.write import CaptureResult
 
 EMBED_CHUNK = 32   # texts embedded (then captured) at once
 
@@ -35,12 +38,13 @@ class Outcome:
     handled: bool = True
 
 
-def capture_many(store: "Store", requests: Sequence[CaptureRequest], *, deadline: float | None = None,
-                 dry_run: bool = False, dedupe_batch: bool = True,
+def capture_many(core: Core, requests: Sequence[CaptureRequest], *, deadline: float | None = None,
+                 dry_run: bool = False, dedupe_batch: bool = True, minimum: int = 0,
                  clock: Callable[[], float] = time.monotonic) -> list[Outcome]:
     """Capture (or, dry run, check) many texts: a bad request gets its error and the others go on; repeats within
     the batch are skipped and logged unless `dedupe_batch` is False (then each text meets only the store, in
-    order). Stops cleanly at `deadline` (`clock()` seconds): later requests come back with `handled=False`."""
+    order). Stops cleanly at `deadline` (`clock()` seconds) once `minimum` requests are handled (a minimum of
+    work, whatever the time): later requests come back with `handled=False`."""
     outcomes = [Outcome(i) for i in range(len(requests))]
     for outcome, item in zip(outcomes, prepare_all(requests)):
         if isinstance(item, InvalidInput):
@@ -49,22 +53,28 @@ def capture_many(store: "Store", requests: Sequence[CaptureRequest], *, deadline
             outcome.prepared = item
     if dedupe_batch:
         mark_exact_repeats([o for o in outcomes if o.prepared])
-    kept = _Kept(store) if dedupe_batch else None
+    kept = _Kept(core) if dedupe_batch else None
+    handled = 0
+
+    def stop() -> bool:
+        return handled >= minimum and _over(deadline, clock)
+
     for start in range(0, len(outcomes), EMBED_CHUNK):   # embed a chunk, then capture it: progress comes in chunks
         chunk = outcomes[start:start + EMBED_CHUNK]
-        if not _over(deadline, clock):
-            store.embed_many([o.prepared.content for o in chunk if _wants_vector(store, o)],
-                             [o.prepared.content_hash for o in chunk if _wants_vector(store, o)])
+        if not stop():
+            wanted = [o.prepared for o in chunk if _wants_vector(core, o)]
+            core.vectors.embed_many([p.content for p in wanted], [p.content_hash for p in wanted])
         for outcome in chunk:
             if outcome.error:
                 continue
-            if _over(deadline, clock):
+            if stop():
                 _leave(outcomes, outcome.index)
                 return outcomes
             if kept is not None and outcome.repeat_of is None:
                 kept.judge(outcome)
+            handled += 1
             try:
-                _handle(store, outcomes, outcome, dry_run, deadline, clock)
+                _handle(core, outcomes, outcome, dry_run, deadline, clock, handled <= minimum)
             except SubcogError as e:
                 outcome.error = e
                 if isinstance(e, DatabaseError):  # locked, read-only, full: the rest waits for the next run
@@ -83,39 +93,40 @@ def _leave(outcomes: list[Outcome], first: int) -> None:
         later.handled = later.error is not None
 
 
-def _wants_vector(store: "Store", outcome: Outcome) -> bool:
-    return outcome.prepared is not None and outcome.repeat_of is None and needs_vector(store, outcome)
+def _wants_vector(core: Core, outcome: Outcome) -> bool:
+    return outcome.prepared is not None and outcome.repeat_of is None and needs_vector(core, outcome)
 
 
-def _handle(store: "Store", outcomes: list[Outcome], outcome: Outcome, dry_run: bool, deadline: float | None,
-            clock: Callable[[], float]) -> None:
+def _handle(core: Core, outcomes: list[Outcome], outcome: Outcome, dry_run: bool, deadline: float | None,
+            clock: Callable[[], float], required: bool = False) -> None:
     """Log a repeat, check (dry run) or capture one request; a write waits for the lock only as long as the
-    deadline allows."""
+    deadline allows (a `required` one, of the minimum of work, briefly even past it)."""
     if deadline is not None:
-        store.wait_for_lock_at_most(max(deadline - clock(), 0.0))
+        locks.at_most(core.con, max(deadline - clock(), locks.BEST_EFFORT_SECS if required else 0.0))
     if outcome.repeat_of is not None:
         if not dry_run:
             first = outcomes[outcome.repeat_of]
             matched = first.result.memory_id if first.result else None
-            outcome.decision_id = store.log_repeat(outcome.prepared, first.prepared, matched, outcome.similarity)
+            outcome.decision_id = write.log_repeat(core, outcome.prepared, first.prepared, matched,
+                                                   outcome.similarity)
     elif dry_run:
         p = outcome.prepared
-        outcome.check = store.check_duplicate(p.content, p.namespace, p.domain, log_check=False)
+        outcome.check = write.check_duplicate(core, p.content, p.namespace, p.domain, log_check=False)
     else:
-        outcome.result = store.capture_prepared(outcome.prepared)
+        outcome.result = write.capture_prepared(core, outcome.prepared)
 
 
 class _Kept:
     """The vectors of the texts kept so far in this batch, per scope: a new text that says what one of them
     says (the duplicate rule) repeats it. One growing matrix per scope: each text costs one matrix-vector product."""
 
-    def __init__(self, store: "Store"):
-        self.store = store
+    def __init__(self, core: Core):
+        self.core = core
         self.groups: dict[tuple[str, str], tuple[list[Outcome], list]] = {}
 
     def judge(self, outcome: Outcome) -> None:
         p = outcome.prepared
-        vector = self.store.cached_vector(p.content_hash) if needs_length(self.store, outcome) else None
+        vector = self.core.vectors.cached(p.content_hash) if long_enough(p.content, self.core.settings) else None
         if vector is None:  # not embedded (an exact repeat, or no model): numpy is not even imported
             return
         import numpy as np
@@ -124,12 +135,12 @@ class _Kept:
         matrix = box[0]
         if members:
             sims = matrix[:len(members)] @ vector
-            threshold = self.store.settings.threshold(p.namespace)
+            threshold = self.core.settings.threshold(p.namespace)
             for j in np.argsort(-sims):
                 if sims[j] < threshold:
                     break
                 if judge(members[j].prepared.content, p.content, float(sims[j]),
-                         self.store.phrase_similarity()).agrees:
+                         self.core.vectors.phrase_similarity()).agrees:
                     outcome.repeat_of, outcome.similarity = members[j].index, float(sims[j])
                     return
         if len(members) == len(matrix):
@@ -150,12 +161,8 @@ def mark_exact_repeats(outcomes: Sequence["Outcome"]) -> None:
             first[key] = o.index
 
 
-def needs_vector(store: "Store", outcome: "Outcome") -> bool:
+def needs_vector(core: Core, outcome: "Outcome") -> bool:
+    """Long enough for the semantic tier, and not stored word for word already."""
     p = outcome.prepared
-    if len(" ".join(p.content.split())) < int(store.settings.dedup_min_semantic_length):
-        return False
-    return exact_tier(store.con, p.content_hash, p.namespace, p.domain) is None
-
-
-def needs_length(store: "Store", outcome: "Outcome") -> bool:
-    return len(" ".join(outcome.prepared.content.split())) >= int(store.settings.dedup_min_semantic_length)
+    return long_enough(p.content, core.settings) and exact_tier(core.con, p.content_hash, p.namespace,
+                                                                 p.domain) is None

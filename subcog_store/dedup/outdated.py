@@ -19,13 +19,12 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import apsw
-
-from subcog_store.db import memories as writer
-from subcog_store.db.sqlfiles import q
+from subcog_store.db import decisions, memories as writer, search
+from subcog_store.db.connection import Error as DbError
 from subcog_store.text.changes import Change, supersedes
 
 if TYPE_CHECKING:
+    import apsw
     import numpy as np
 
 log = logging.getLogger("subcog_store")
@@ -52,9 +51,8 @@ def find_outdated(con: "apsw.Connection", vector: "np.ndarray", content: str, do
     cosine >= FLOOR among the CANDIDATES nearest, created no later than it, and `supersedes` says so. A memory
     stated after it (an older session imported late) comes back with `newer=True` when it outdates `content`."""
     try:
-        rows = con.execute(q("outdated_candidates"), {"embedding": vector.astype("float32").tobytes(),
-                                                      "k": CANDIDATES, "domain": domain}).fetchall()
-    except apsw.Error as e:   # a failed look-up never stops a capture: it is stored without links
+        rows = search.nearest_current(con, vector.astype("float32").tobytes(), domain, CANDIDATES)
+    except DbError as e:   # a failed look-up never stops a capture: it is stored without links
         log.warning("changed-facts look-up failed: %s: %s", type(e).__name__, e)
         return []
     found = []
@@ -81,14 +79,14 @@ def link_outdated(con: "apsw.Connection", found: list[Outdated], *, memory_id: s
         outdated, successor = (memory_id, old.memory_id) if old.newer else (old.memory_id, memory_id)
         if writer.get(con, outdated).successor_id or _leads_to(con, successor, outdated):
             continue   # already outdated by another, or the link would close a loop
-        undo = writer.Undo(candidate=None)
+        undo = decisions.Undo(candidate=None)
         undo.before.append(writer.link_successor(con, outdated, successor, now))
         undo.expect(outdated, "active", successor)
-        writer.log_decision(con, writer.Decision(
+        decisions.log_decision(con, decisions.Decision(
             decided_at=now, domain=domain, namespace=namespace, policy="subject", decision="changed_fact",
             new_content=content, new_hash=content_hash, matched_memory_id=old.memory_id,
             matched_content=old.content, similarity=old.similarity, memory_id=memory_id,
-            reasoning=old.change.describe(), undo=undo, members=writer.members([outdated], "outdated")))
+            reasoning=old.change.describe(), undo=undo, members=decisions.members([outdated], "outdated")))
         linked.append(outdated)
     return linked
 

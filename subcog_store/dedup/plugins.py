@@ -7,10 +7,12 @@ Both receive: {"task", "namespace", "similarity", "older": {"content", "created_
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import subprocess
 from dataclasses import dataclass
+from typing import Mapping
 
 from subcog_store.text.textsim import significant_tokens
 
@@ -39,11 +41,12 @@ class Pair:
                 **({"prompt": MERGE_PROMPT} if task == "merge" else {})}
 
 
-def run_command(command: str, payload: dict, timeout: float) -> dict:
-    """Run `command` with `payload` as JSON on stdin; return its JSON object from stdout."""
+def run_command(command: str, payload: dict, timeout: float, env: Mapping[str, str] | None = None) -> dict:
+    """Run `command` with `payload` as JSON on stdin, in this process's environment with `env` over it (the
+    settings' environment: a hook's caller's, in the warm worker); return its JSON object from stdout."""
     try:
         proc = subprocess.run(shlex.split(command), input=json.dumps(payload), capture_output=True, text=True,
-                              timeout=timeout)
+                              timeout=timeout, env=None if env is None else {**os.environ, **env})
     except subprocess.TimeoutExpired:
         raise PluginError(f"timed out after {timeout:g} s") from None
     except (OSError, ValueError) as e:
@@ -59,19 +62,19 @@ def run_command(command: str, payload: dict, timeout: float) -> dict:
     return answer
 
 
-def verify(command: str, pair: Pair, timeout: float) -> tuple[bool, str]:
+def verify(command: str, pair: Pair, timeout: float, env: Mapping[str, str] | None = None) -> tuple[bool, str]:
     """Ask the verifier whether the newer text duplicates the older: (duplicate, reasoning)."""
-    answer = run_command(command, pair.payload("verify"), timeout)
+    answer = run_command(command, pair.payload("verify"), timeout, env)
     if not isinstance(answer.get("duplicate"), bool):
         raise PluginError('answer lacks a boolean "duplicate"')
     return answer["duplicate"], str(answer.get("reasoning", ""))[:2000]
 
 
-def merge(command: str | None, pair: Pair, timeout: float) -> str:
+def merge(command: str | None, pair: Pair, timeout: float, env: Mapping[str, str] | None = None) -> str:
     """The merged text: from the merge command when one is set, else the built-in merger."""
     if not command:
         return builtin_merge(pair.older, pair.newer)
-    answer = run_command(command, pair.payload("merge"), timeout)
+    answer = run_command(command, pair.payload("merge"), timeout, env)
     content = answer.get("content")
     if not isinstance(content, str):
         raise PluginError('answer lacks a string "content"')

@@ -87,7 +87,7 @@ def _verify(best: Neighbour, content: str, settings: "Settings", created_at: str
                     reasoning="no verifier configured (SUBCOG_VERIFY_CMD)")
     pair = plugins.Pair(best.content, content, matched_at, created_at, best.similarity, namespace)
     try:
-        duplicate, reasoning = plugins.verify(command, pair, float(settings.plugin_timeout_secs))
+        duplicate, reasoning = plugins.verify(command, pair, float(settings.plugin_timeout_secs), settings.environ)
     except plugins.PluginError as e:
         return Plan(fallback, "verify", fallback == "fallback_keep", content, best, reasoning=f"verifier {e}")
     if duplicate:
@@ -110,7 +110,8 @@ def _replace_or_merge(best: Neighbour, content: str, policy: str, settings: "Set
         return Plan("replaced", policy, True, content, best, retire=[best.memory_id])
     pair = plugins.Pair(best.content, content, matched_at, created_at, best.similarity, namespace)
     try:
-        merged = plugins.merge(str(settings.merge_cmd or ""), pair, float(settings.plugin_timeout_secs))
+        merged = plugins.merge(str(settings.merge_cmd or ""), pair, float(settings.plugin_timeout_secs),
+                               settings.environ)
     except plugins.PluginError as e:
         return Plan("replaced", policy, True, content, best, retire=[best.memory_id],
                     reasoning=f"merger {e}; replaced instead", warnings=[f"merger failed: {e}"])

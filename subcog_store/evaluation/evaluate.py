@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from subcog_store.dedup.rule import judge
 from subcog_store.evaluation.pairs import LabeledPair
+from subcog_store.model import provider
 from subcog_store.store import Store
 from subcog_store.text.namespaces import canonical_namespace
 
@@ -55,11 +56,11 @@ class EvalReport:
 
 
 def evaluate(pairs: Iterable[LabeledPair], namespace: str = "context", embedder: "Embedder | None" = None,
-             environ: dict[str, str] | None = None, progress=None) -> EvalReport:
-    """Each pair judged in a throw-away store (all embedded first, in one call); `progress(done, total)` counts
-    the pairs judged."""
+             environ: dict[str, str] | None = None, progress=None, embedders: str = provider.LOCAL) -> EvalReport:
+    """Each pair judged in a throw-away store (all embedded first, in one call; `embedders`: where the model runs,
+    model.provider); `progress(done, total)` counts the pairs judged."""
     pairs = list(pairs)
-    store = Store(":memory:", embedder=embedder, environ=environ)
+    store = Store(":memory:", embedder=embedder, environ=environ, embedders=embedders)
     default_ns = canonical_namespace(namespace)
     tick = progress or (lambda done, total: None)
     tick(0, len(pairs))

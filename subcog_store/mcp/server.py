@@ -151,9 +151,7 @@ def main(db: Path) -> int:
 
     def prepare() -> None:   # numpy and the store: imported while the first messages are answered
         from subcog_store.db import bitcache
-        from subcog_store.model import provider
 
-        provider.use_local()
         bitcache.enable_from_settings()   # long-lived: a large scope's sign bits are worth holding
         tools.open()
 

@@ -88,10 +88,9 @@ def _json_type(value: object) -> str:
 
 
 def _one_line(text: str | None, limit: int = LINE_CHARS) -> str:
-    from subcog_store.text.redact import shown
+    from subcog_store.text.redact import shown_line
 
-    flat = " ".join((shown(text) or "").split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return shown_line(text, limit)
 
 
 class Tools:
@@ -169,10 +168,10 @@ class Tools:
         except SubcogError as e:
             raise ToolError(str(e)) from None
         except Exception as e:  # noqa: BLE001 - a SQLite error, a bug: the server answers and keeps serving
-            from subcog_store.db import files
-            from subcog_store.errors import from_sqlite
+            from subcog_store.db import files   # lazy: only when a call failed on SQLite
+            from subcog_store.db.connection import database_error
 
-            mapped = files.note_damage(self.db, e) or from_sqlite(e, str(self.db))
+            mapped = files.note_damage(self.db, e) or database_error(e, str(self.db))
             if mapped is None:
                 log.exception("tool %s failed", name)
             raise ToolError(str(mapped) if mapped else f"internal error ({type(e).__name__}); see the server's "

@@ -1,13 +1,13 @@
-"""Which embedder a Store uses: `embedder_for(settings)`, the one place the choice is made.
+"""Which embedder a Store uses: `embedder_for(settings, fetch_missing, source)`, the one place the choice is
+made. The caller says where the model runs (no process-wide mode):
 
-- In the worker process (`serve_shared()`): one in-process Embedder per model directory, kept warm across
-  requests (a new one when the model files change).
-- In a hook that runs in process (`use_local()`: the worker was not there) or with SUBCOG_WORKER_ENABLED=false:
-  a plain in-process Embedder, as before.
-- Elsewhere (CLI commands: capture, check, search, dedup, reembed, eval-pairs): a `WorkerEmbedder`, which embeds
+- `LOCAL` (the library's default; a hook run in process; the MCP server): a plain in-process Embedder.
+- `SHARED` (the worker serving a hook): one Embedder per model directory, kept warm across requests (a new one
+  when the model files change).
+- `VIA_WORKER` (CLI commands: capture, check, search, dedup, reembed, eval-pairs): a `WorkerEmbedder`, which embeds
   in the warm worker and, when the worker is absent (it starts one for next time), starting, busy, of another
-  version or fails mid-way, in this process. Vectors are the same either way: the same Embedder code, session
-  options and batches run on both sides.
+  version or fails mid-way, in this process; with SUBCOG_WORKER_ENABLED=false, LOCAL. Vectors are the same every
+  way: the same Embedder code, session options and batches run on both sides.
 """
 # Lazy imports: onnxruntime and tokenizers load only when a model is used, the worker client only when the
 # worker is.
@@ -26,33 +26,21 @@ if TYPE_CHECKING:
     from subcog_store.model.embedder import Embedder
 
 log = logging.getLogger("subcog_store.worker")
-MODE_AUTO, MODE_LOCAL, MODE_SHARED = "auto", "local", "shared"
+LOCAL, SHARED, VIA_WORKER = "local", "shared", "via-worker"
 MAX_SHARED = 4            # model directories kept loaded in the worker at once
-_mode = MODE_AUTO
-_shared: dict[tuple, "Embedder"] = {}
+_shared: dict[tuple, "Embedder"] = {}   # the worker's warm embedders (SHARED), one per directory and file version
 _shared_lock = threading.Lock()
 
 
-def use_local() -> None:
-    """This process embeds in process (a hook's fallback: the worker did not serve it)."""
-    global _mode
-    _mode = MODE_LOCAL
-
-
-def serve_shared() -> None:
-    """This process is the worker: one warm Embedder per model directory."""
-    global _mode
-    _mode = MODE_SHARED
-
-
-def embedder_for(settings: "Settings", fetch_missing: bool = False):
-    """The embedder for a store with these settings (Embedder-compatible: `load`, `loaded`, `embed_batch`)."""
-    if _mode == MODE_SHARED:
+def embedder_for(settings: "Settings", fetch_missing: bool = False, source: str = LOCAL):
+    """The embedder for a store with these settings, where `source` says it runs (Embedder-compatible: `load`,
+    `loaded`, `embed_batch`)."""
+    if source == SHARED:
         return shared(settings.model_dir, fetch_missing)
-    if _mode == MODE_AUTO:
+    if source == VIA_WORKER:
         from subcog_store.worker.client import enabled
 
-        if enabled():
+        if enabled(settings.environ):
             return WorkerEmbedder(settings.model_dir, fetch_missing)
     from subcog_store.model.embedder import Embedder
 

@@ -13,22 +13,21 @@ tokens, the query's fingerprint, never its text). Secrets are redacted again on 
 # Lazy imports: the secret patterns compile only when something is injected (most prompts get nothing).
 from __future__ import annotations
 
-import json
 import math
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from subcog_store.clock import iso, parse_iso
-from subcog_store.db.connection import dict_rows, immediate
-from subcog_store.db.deferred import Write, spooled
+from subcog_store.db import memories, recall_log
+from subcog_store.db.connection import immediate
+from subcog_store.db.deferred import Write, write_now
 from subcog_store.db.memories import Memory
-from subcog_store.db.sqlfiles import q
 from subcog_store.recall.search import search
 from subcog_store.text.normalize import fingerprint
 
 if TYPE_CHECKING:
-    from subcog_store.store import Store
+    from subcog_store.core import Core
 
 PROMPT_HEADER = "Memories from earlier sessions of this project that may bear on this prompt (subcog):"
 CHARS_PER_TOKEN = 4
@@ -62,11 +61,9 @@ class Recall:
 
 def line(memory: Memory, outdated: bool = False) -> str:
     """One memory as one line: namespace, text (cut), URN."""
-    from subcog_store.text.redact import shown   # imported when something is injected: most prompts get nothing
+    from subcog_store.text.redact import shown_line   # imported when something is injected: most prompts get nothing
 
-    text = " ".join((shown(memory.content) or "").split())
-    if len(text) > LINE_CHARS:
-        text = text[: LINE_CHARS - 1] + "…"
+    text = shown_line(memory.content, LINE_CHARS)
     note = f" (earlier fact; updated by {memory.successor_id})" if outdated else ""
     return f"- [{memory.namespace}] {text} ({memory.urn}){note}"
 
@@ -76,21 +73,12 @@ class SessionState:
     database's rows, plus the bookkeeping not written yet (spooled while the store was locked, and `pending`,
     this hook's own)."""
 
-    def __init__(self, store: "Store", session_id: str | None, pending: list[Write] | tuple = ()):
+    def __init__(self, store: "Core", session_id: str | None, pending: list[Write] | tuple = ()):
         self.session_id = session_id
-        con = store.con
-        self.injected = {r["id"] for r in dict_rows(con.execute(q("injected_in_session"),
-                                                                {"session_id": session_id}))} if session_id else set()
-        self.used_tokens = con.execute(q("tokens_in_session"), {"session_id": session_id}).fetchone()[0] \
-            if session_id else 0
-        compacted = con.execute(q("last_compaction"), {"session_id": session_id}).fetchone()[0] \
-            if session_id else None
-        for w in [*spooled(store.path, session_id), *pending] if session_id else []:
-            if w.name == "log_recall":
-                self.injected.update(json.loads(w.params["memory_ids"]))
-                self.used_tokens += int(w.params["tokens"])
-            elif w.name == "record_compaction":
-                compacted = max(compacted or "", w.params["compacted_at"])
+        given = recall_log.given(store.con, store.path, session_id, pending) if session_id else None
+        self.injected = given.injected if given else set()
+        self.used_tokens = given.tokens if given else 0
+        compacted = given.compacted_at if given else None
         self.compacted_at = parse_iso(compacted) if compacted else None
 
     def excluded(self, memory: Memory) -> bool:
@@ -101,7 +89,7 @@ class SessionState:
             return self.compacted_at is None or parse_iso(memory.created_at) > self.compacted_at
         return False
 
-    def budget(self, store: "Store", per_call: int) -> int:
+    def budget(self, store: "Core", per_call: int) -> int:
         return max(0, min(per_call, int(store.settings.recall_session_tokens) - self.used_tokens))
 
 
@@ -118,7 +106,7 @@ def prompt_bar(vector_scores: list[float], floor: float) -> float:
     return max(floor, sum(tail) / len(tail) + GATE_MARGIN)
 
 
-def prompt_context(store: "Store", prompt: str, domain: str, session_id: str | None, use_model: bool) -> Recall:
+def prompt_context(store: "Core", prompt: str, domain: str, session_id: str | None, use_model: bool) -> Recall:
     """The memories relevant to a prompt that clear the abstain gate (see the module docstring)."""
     s = store.settings
     state = SessionState(store, session_id)
@@ -154,7 +142,7 @@ def prompt_context(store: "Store", prompt: str, domain: str, session_id: str | N
     return recall
 
 
-def start_index(store: "Store", domain: str, session_id: str | None, budget_tokens: int | None = None,
+def start_index(store: "Core", domain: str, session_id: str | None, budget_tokens: int | None = None,
                 header: str | None = None, pending: list[Write] | tuple = ()) -> Recall:
     """The project's most important current memories, one line each, within the start budget (`pending`: this
     hook's bookkeeping not written yet, see SessionState)."""
@@ -164,8 +152,7 @@ def start_index(store: "Store", domain: str, session_id: str | None, budget_toke
     if budget <= 0:
         return Recall(method="index", reason="token budget used up")
     now = store.clock()
-    rows = [Memory.from_row(r) for r in dict_rows(store.con.execute(q("top_memories"), {
-        "domain": domain, "limit": INDEX_CANDIDATES}))]
+    rows = memories.most_important(store.con, domain, INDEX_CANDIDATES)
     current = [m for m in rows if not m.successor_id and not state.excluded(m)]
 
     def weight(m: Memory) -> float:
@@ -192,32 +179,29 @@ def start_index(store: "Store", domain: str, session_id: str | None, budget_toke
     return recall
 
 
-def log_row(store: "Store", recall: Recall, *, hook: str, domain: str, session_id: str | None,
+def log_row(store: "Core", recall: Recall, *, hook: str, domain: str, session_id: str | None,
             query: str | None, started: float) -> Write:
-    """The recall_log row of one call (the query's fingerprint, never its text)."""
-    return Write("log_recall", {
-        "recalled_at": iso(store.clock()), "session_id": session_id, "hook": hook, "domain": domain,
-        "query_fingerprint": fingerprint(query) if query else None, "method": recall.method,
-        "memory_ids": json.dumps(recall.memory_ids), "scores": json.dumps(recall.scores),
-        "tokens": recall.tokens, "reason": recall.reason,
-        "duration_ms": round((time.perf_counter() - started) * 1000, 3)})
+    """The recall_log row of one call (the query's fingerprint, never its text), to write now or defer."""
+    return recall_log.entry(recalled_at=iso(store.clock()), session_id=session_id, hook=hook, domain=domain,
+                            query_fingerprint=fingerprint(query) if query else None, method=recall.method,
+                            memory_ids=recall.memory_ids, scores=recall.scores, tokens=recall.tokens,
+                            reason=recall.reason, duration_ms=round((time.perf_counter() - started) * 1000, 3))
 
 
-def log(store: "Store", recall: Recall, *, hook: str, domain: str, session_id: str | None, query: str | None,
+def log(store: "Core", recall: Recall, *, hook: str, domain: str, session_id: str | None, query: str | None,
         started: float) -> None:
     """Write one recall_log row now (waiting as the connection's busy timeout says)."""
     row = log_row(store, recall, hook=hook, domain=domain, session_id=session_id, query=query, started=started)
     with immediate(store.con):
-        store.con.execute(q(row.name), row.params)
+        write_now(store.con, [row])
 
 
-def compaction(store: "Store", session_id: str) -> Write:
+def compaction(store: "Core", session_id: str) -> Write:
     """The session was compacted now: what it captured so far becomes recallable in it."""
-    return Write("record_compaction", {"session_id": session_id, "compacted_at": iso(store.clock())})
+    return recall_log.compaction(session_id, iso(store.clock()))
 
 
-def record_compaction(store: "Store", session_id: str) -> None:
+def record_compaction(store: "Core", session_id: str) -> None:
     """Record the compaction now (waiting as the connection's busy timeout says)."""
-    row = compaction(store, session_id)
     with immediate(store.con):
-        store.con.execute(q(row.name), row.params)
+        write_now(store.con, [compaction(store, session_id)])

@@ -11,14 +11,13 @@ with the same ranking (a user scope of preferences); a lower-ranked source passe
 # Lazy imports: the secret patterns compile only when a hit is shown.
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
-from subcog_store.db.connection import dict_rows, read_snapshot
+from subcog_store.db import memories as db_memories, search as db_search, vectors
+from subcog_store.db.connection import read_snapshot
 from subcog_store.db.memories import Memory
-from subcog_store.db.sqlfiles import q
 from subcog_store.errors import InvalidInput
 from subcog_store.recall import fusion
 from subcog_store.recall.query import content_of, terms
@@ -26,7 +25,7 @@ from subcog_store.text.namespaces import canonical_namespace
 from subcog_store.text.textsim import significant_tokens
 
 if TYPE_CHECKING:
-    from subcog_store.store import Store
+    from subcog_store.core import Core as Store   # a Store has the same attributes
 
 CANDIDATES = 50              # taken from each side
 MAX_QUERY_CHARS = 4000       # a longer query is cut (the model reads 256 tokens anyway)
@@ -108,25 +107,17 @@ def search(store: "Store", query: str, *, domain: str, namespace: str | None = N
     with read_snapshot(store.con):
         for dom in dict.fromkeys([domain, *extra_domains]):
             if vector is not None:
-                params = {"embedding": vector.astype("float32").tobytes(), "k": CANDIDATES, "domain": dom}
-                if ns:   # one namespace: the semantic tier's exact scan of that partition
-                    rows = [(r[0], r[2]) for r in store.con.execute(q("find_semantic_neighbours"),
-                                                                      {**params, "namespace": ns})]
-                else:
-                    rows = store.con.execute(q("search_knn_domain"), params)
-                vector_ids += [(mid, float(sim)) for mid, sim in rows]
+                vector_ids += db_search.nearest(store.con, vector.astype("float32").tobytes(), dom, CANDIDATES, ns)
             if words:
                 fts = " OR ".join('"' + w.replace('"', '""') + '"' for w in words[:32])
-                text_ids += [mid for mid, _ in store.con.execute(q("search_text"), {
-                    "query": fts, "domain": dom, "namespace": ns, "all": int(include_all), "k": CANDIDATES})]
+                text_ids += db_search.text_matches(store.con, fts, dom, ns, include_all, CANDIDATES)
         vector_ids.sort(key=lambda pair: -pair[1])
         if include_all and vector is not None:
             vector_ids = _with_retired(store, vector, vector_ids, text_ids)
         ids = list(dict.fromkeys([mid for mid, _ in vector_ids] + text_ids))
-        memories = {r["id"]: Memory.from_row(r) for r in dict_rows(
-            store.con.execute(q("memories_by_ids"), {"ids": json.dumps(ids)}))} if ids else {}
-        weights = {row[0]: fusion.idf(row[1], row[2]) for row in store.con.execute(
-            q("term_document_counts"), {"terms": json.dumps(words)})} if words else {}
+        memories = db_memories.by_ids(store.con, ids)
+        weights = {term: fusion.idf(docs, total) for term, docs, total in db_search.term_counts(store.con, words)} \
+            if words else {}
         hits = _hits(store, vector, vector_ids, text_ids, memories)
     query_words = significant_tokens(text)
     kept = [h for h in hits.values() if not (exclude and exclude(h.memory))]
@@ -151,11 +142,11 @@ def _embed(store: "Store", text: str, use_model: bool):
     if not store.settings.dedup_semantic_enabled:
         return None, "semantic tier disabled: text side only"
     try:
-        vector = store.embed(text)
+        vector = store.vectors.embed(text)
     except Exception as e:  # noqa: BLE001 - the text side still answers
         return None, f"no vector side ({type(e).__name__})"
     if vector is None:
-        return None, f"no model ({store.embedder_error or 'not loaded'}): text side only"
+        return None, f"no model ({store.vectors.error or 'not loaded'}): text side only"
     return vector, None
 
 
@@ -174,9 +165,9 @@ def _hits(store: "Store", vector, vector_ids: list[tuple[str, float]], text_ids:
         hit = hits.setdefault(mid, Hit(memories[mid]))
         hit.text_rank = hit.text_rank or rank
         if hit.similarity is None and vector is not None:
-            row = store.con.execute(q("vector_of"), {"id": mid}).fetchone()
-            if row and row[0]:
-                hit.similarity = float(np.frombuffer(row[0], dtype=np.float32) @ vector)
+            blob = vectors.of_memory(store.con, mid)
+            if blob:
+                hit.similarity = float(np.frombuffer(blob, dtype=np.float32) @ vector)
     return hits
 
 
@@ -190,9 +181,9 @@ def _with_retired(store: "Store", vector, vector_ids: list[tuple[str, float]], t
     for mid in text_ids:
         if mid in known:
             continue
-        row = store.con.execute(q("vector_of"), {"id": mid}).fetchone()
-        if row and row[0]:
-            extra.append((mid, float(np.frombuffer(row[0], dtype=np.float32) @ vector)))
+        blob = vectors.of_memory(store.con, mid)
+        if blob:
+            extra.append((mid, float(np.frombuffer(blob, dtype=np.float32) @ vector)))
     return sorted(vector_ids + extra, key=lambda pair: -pair[1])
 
 

@@ -439,3 +439,9 @@ def shown(text: str | None) -> str | None:
     """Text on its way out (list, show, review, search, hook context): the current rules applied again, for
     memories stored before a rule existed."""
     return redact(text)[0] if text else text
+
+
+def shown_line(text: str | None, width: int) -> str:
+    """A text on its way out as one line: `shown`, whitespace folded, cut at `width` with an ellipsis."""
+    flat = " ".join((shown(text) or "").split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"

@@ -170,9 +170,6 @@ def serve(db: Path, port: int = 0, say: Callable[[str], None] = print) -> None:
     """Bind 127.0.0.1 (a free port unless `port`), print the URL with a fresh token, serve until interrupted."""
     import uvicorn
 
-    from subcog_store.model import provider
-
-    provider.use_local()   # long-lived: the model stays loaded in this process after the first search
     token = secrets.token_urlsafe(24)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -1,13 +1,12 @@
-"""What each page of `subcog-store ui` shows, read from the store (named queries in sql/queries/ui.sql); the
+"""What each page of `subcog-store ui` shows, read from the store (`db/views.py`); the
 changes go through the same logged operations as the CLI (`review.confirm`, `review.reverse`, `Store.forget`)."""
 # Lazy imports: what only one page needs (recall for search, the review operations) loads with it.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from subcog_store.db.connection import dict_rows
+from subcog_store.db import views as db_views
 from subcog_store.db.memories import Memory
-from subcog_store.db.sqlfiles import q
 
 if TYPE_CHECKING:
     from subcog_store.store import Store
@@ -17,18 +16,16 @@ STATES = ("current", "outdated", "retired", "all")
 
 
 def projects(store: "Store") -> list[dict[str, Any]]:
-    return dict_rows(store.con.execute(q("ui_projects")))
+    return db_views.projects(store.con)
 
 
 def namespaces(store: "Store", domain: str) -> list[dict[str, Any]]:
-    return dict_rows(store.con.execute(q("ui_namespaces"), {"domain": domain}))
+    return db_views.namespaces(store.con, domain)
 
 
 def memories(store: "Store", domain: str, namespace: str | None, state: str, offset: int) -> list[Memory]:
-    rows = dict_rows(store.con.execute(q("ui_memories"), {
-        "domain": domain, "namespace": namespace or None, "state": state if state in STATES else "current",
-        "limit": PAGE + 1, "offset": max(offset, 0)}))
-    return [Memory.from_row(r) for r in rows]
+    return db_views.memories(store.con, domain, namespace or None, state if state in STATES else "current",
+                             PAGE + 1, max(offset, 0))
 
 
 def memory(store: "Store", memory_id: str) -> dict[str, Any]:
@@ -41,19 +38,18 @@ def memory(store: "Store", memory_id: str) -> dict[str, Any]:
         except Exception:  # noqa: BLE001 - a successor removed by a hard delete: shown as its id
             successor = None
     return {"memory": m, "successor": successor,
-            "predecessors": dict_rows(store.con.execute(q("ui_predecessors"), {"id": m.id})),
-            "decisions": dict_rows(store.con.execute(q("ui_memory_decisions"), {"id": m.id}))}
+            "predecessors": db_views.predecessors(store.con, m.id),
+            "decisions": db_views.memory_decisions(store.con, m.id)}
 
 
 def decisions(store: "Store", show_all: bool, domain: str | None, offset: int) -> list[dict[str, Any]]:
-    return dict_rows(store.con.execute(q("ui_decisions"), {
-        "all": int(show_all), "domain": domain or None, "limit": PAGE + 1, "offset": max(offset, 0)}))
+    return db_views.decisions(store.con, show_all, domain or None, PAGE + 1, max(offset, 0))
 
 
 def sessions(store: "Store", limit: int = 200) -> list[dict[str, Any]]:
     from subcog_store.recall.inject import CHARS_PER_TOKEN
 
-    rows = dict_rows(store.con.execute(q("ui_sessions"), {"limit": limit}))
+    rows = db_views.sessions(store.con, limit)
     for row in rows:
         row["captured_tokens"] = -(-row["captured_chars"] // CHARS_PER_TOKEN)
     return rows

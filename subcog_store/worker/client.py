@@ -18,7 +18,6 @@ import time
 
 from subcog_store.worker import protocol as wire
 
-DEFAULT_BUDGET_SECS = 20.0      # config: hook_budget_secs (test_worker keeps the two equal)
 CONNECT_SECS = 0.02             # a Unix socket connects at once or not at all
 FIRST_FRAME_SECS = 0.5          # a live worker answers "ready" or "queued" at once; silence means wedged
 HOOK_SLOT_SECS = 1.0            # how long a busy worker may queue a hook before the caller runs it itself
@@ -39,15 +38,17 @@ class Unavailable(Exception):
         self.reason, self.spawn, self.quiet, self.stale = reason, spawn or stale, quiet, stale
 
 
-def enabled() -> bool:
-    """SUBCOG_WORKER_ENABLED (default true; config is imported only when the variable is set)."""
-    if not os.environ.get("SUBCOG_WORKER_ENABLED"):
+def enabled(environ: "Mapping[str, str] | None" = None) -> bool:   # (typing is not imported: the warm path)
+    """SUBCOG_WORKER_ENABLED of `environ` (default os.environ; true when unset; config is imported only when the
+    variable is set)."""
+    environ = os.environ if environ is None else environ
+    if not environ.get("SUBCOG_WORKER_ENABLED"):
         return True
     from subcog_store.config import process_setting
     from subcog_store.errors import ConfigError
 
     try:
-        return bool(process_setting("worker_enabled"))
+        return bool(process_setting("worker_enabled", environ))
     except ConfigError:
         return False   # the in-process path never reads it: a bad value simply means no worker
 
@@ -55,14 +56,14 @@ def enabled() -> bool:
 def hook_budget() -> tuple[float, bool]:
     """The hook's budget and whether it parsed (when not, the worker's run reports the bad setting itself)."""
     if not os.environ.get("SUBCOG_HOOK_BUDGET_SECS"):
-        return DEFAULT_BUDGET_SECS, True
+        return wire.HOOK_BUDGET_SECS, True
     from subcog_store.config import process_setting
     from subcog_store.errors import ConfigError
 
     try:
         return float(process_setting("hook_budget_secs")), True   # type: ignore[arg-type]
     except ConfigError:
-        return DEFAULT_BUDGET_SECS, False
+        return wire.HOOK_BUDGET_SECS, False
 
 
 def connect(paths: wire.Paths | None = None, timeout: float = CONNECT_SECS):

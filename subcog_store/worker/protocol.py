@@ -20,6 +20,8 @@ import time
 import zlib
 
 PROTOCOL = 1
+# SUBCOG_HOOK_BUDGET_SECS's default, here because the hook command's warm path reads it without importing config
+HOOK_BUDGET_SECS = 20.0
 HEAD = struct.Struct(">II")
 MAX_HEADER = 64 << 20
 MAX_BLOB = 64 << 20

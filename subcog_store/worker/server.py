@@ -68,10 +68,10 @@ class Worker:
             from subcog_store.model import provider
             from subcog_store.store import Store
 
-            provider.serve_shared()
             for name in ("subcog_store.capture.session", "subcog_store.claude_code.recall_hooks",
-                         "subcog_store.extraction.extract", "subcog_store.recall.search", "subcog_store.recall.inject", "subcog_store.dedup.in_batch",
-                         "subcog_store.dedup.policies", "subcog_store.text.guard", "subcog_store.text.redact"):
+                         "subcog_store.extraction.extract", "subcog_store.recall.search", "subcog_store.recall.inject",
+                         "subcog_store.dedup.in_batch", "subcog_store.dedup.policies", "subcog_store.text.guard",
+                         "subcog_store.text.redact"):
                 try:
                     __import__(name)
                 except ImportError:
