@@ -16,6 +16,7 @@ import apsw
 
 from conftest import clean_environ, cli_command
 from subcog_store.store import Store
+from subcog_store.dedup import write
 
 PAIRS = [
     ("We decided to use PgBouncer in transaction mode for the checkout database because the pool ran out of "
@@ -62,16 +63,16 @@ def test_a_rewording_stored_between_the_check_and_the_write_is_caught(make_store
     store = make_store(path=db)
     store.capture("Deploys go out from the release branch only.", "decisions", DOMAIN)
     env = clean_environ({"SUBCOG_WORKER_ENABLED": "false", "SUBCOG_HOOK_LOG": str(tmp_path / "hook.log")})
-    real_apply, interleaved = Store._apply, []
+    real_apply, interleaved = write._apply, []
 
-    def another_process_first(self, *args, **kwargs):
+    def another_process_first(*args, **kwargs):
         if not interleaved:
             interleaved.append(subprocess.run([*cli_command(), "--db", str(db), "capture", "-n", "decisions",
                                                "--domain", DOMAIN, PAIRS[0][1]], env=env, capture_output=True,
                                               timeout=300))
-        return real_apply(self, *args, **kwargs)
+        return real_apply(*args, **kwargs)
 
-    monkeypatch.setattr(Store, "_apply", another_process_first)
+    monkeypatch.setattr(write, "_apply", another_process_first)
     result = store.capture(PAIRS[0][0], "decisions", DOMAIN)
     assert interleaved[0].returncode == 0, interleaved[0]
     assert not result.stored and result.decision == "semantic_skip", result.to_dict()
