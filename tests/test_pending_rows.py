@@ -54,8 +54,8 @@ def test_a_bad_row_is_set_aside_and_the_capture_beside_it_is_redone(world):
     left.write_bytes((REPO / "samples" / "session-a.jsonl").read_bytes())
     with apsw.Connection(str(db)) as con:          # a dead worker left one valid and several unreadable rows
         for i, bad in enumerate(BAD):
-            con.execute("insert into hook_pending values (?, ?, ?, ?)", (f"bad{i}", f"/t/{i}.jsonl", bad, LONG_AGO))
-        con.execute("insert into hook_pending values ('left', ?, ?, ?)", (str(left), json.dumps(
+            con.execute("insert into hook_pending (session_id, transcript_path, payload, queued_at) values (?, ?, ?, ?)", (f"bad{i}", f"/t/{i}.jsonl", bad, LONG_AGO))
+        con.execute("insert into hook_pending (session_id, transcript_path, payload, queued_at) values ('left', ?, ?, ?)", (str(left), json.dumps(
             {"session_id": "left", "transcript_path": str(left), "cwd": "/", "event": "pre-compact"}), LONG_AGO))
     found = doctor(db)
     assert found["no_capture_left_pending"] == [f"left {left}"]
