@@ -6,7 +6,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from subcog_store.clock import iso
 from subcog_store.db import files, hook_state, integrity as db_integrity, memories, vectors
@@ -59,13 +59,19 @@ def worker_finding() -> Finding:
     return Finding("worker", info["state"] != "unsafe", detail)
 
 
-def diagnose(con: "apsw.Connection", *, worker: bool = False) -> list[Finding]:
+CHECKS = 11   # the findings diagnose() makes before the worker's (the progress bar's total)
+
+
+def diagnose(con: "apsw.Connection", *, worker: bool = False,
+             progress: Callable[[int, int, str], None] | None = None) -> list[Finding]:
     """Run every invariant check; a failed one has ok=False and up to five example ids. `worker`: also report
-    the warm worker (the `doctor` command)."""
-    findings = []
+    the warm worker (the `doctor` command). `progress(done, total, check)` is called as each check ends."""
+    findings: list[Finding] = []
 
     def add(check: str, bad: list[str], what: str) -> None:
         findings.append(Finding(check, not bad, f"{len(bad)} {what}" if bad else "ok", bad[:5]))
+        if progress:
+            progress(len(findings), CHECKS, check)
 
     version = schema_version(con)
     findings.append(Finding("schema_version", version == latest_version(),
@@ -75,6 +81,8 @@ def diagnose(con: "apsw.Connection", *, worker: bool = False) -> list[Finding]:
         "" if integrity == ["ok"] else ": the file is damaged, nothing more is written to it; `subcog-store "
         "salvage > memories.jsonl` saves every memory that can still be read, `subcog-store --db NEW.db capture "
         "--jsonl < memories.jsonl` puts them in a new store")))
+    if progress:
+        progress(len(findings), CHECKS, "sqlite_integrity")
     add("active_memory_has_vector", vectors.missing(con),
         "active memories without a vector (run `subcog-store reembed`)")
     add("vector_has_active_memory", db_integrity.vectors_without_active_memory(con),

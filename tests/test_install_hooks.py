@@ -281,8 +281,8 @@ def test_settings_path_and_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert hook_commands("sc")["SessionEnd"] == "sc hook session-end"
     for cmd, (sub, _, _) in zip([*hook_commands().values(), *hook_commands("/a b/subcog-store").values()],
                                 [*ih.EVENTS.values()] * 2):
-        assert ih._is_ours({"command": cmd}, sub)
-        assert not ih._is_ours({"command": cmd}, "other-event")
+        assert ih.is_ours({"command": cmd}, sub)
+        assert not ih.is_ours({"command": cmd}, "other-event")
     assert ih.executable_argv() == [str(bindir / "python"), "-m", "subcog_store"]
     (bindir / "subcog-store").write_text("#!/bin/sh\n")
     assert ih.executable_argv() == [f"{bindir}/subcog-store"]

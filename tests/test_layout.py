@@ -54,10 +54,11 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("applications", ["capture.*", "evaluation.evaluate", "transfer", "ui.views"]),
     ("adapter parts", ["claude_code.events", "claude_code.report", "claude_code.recall_hooks", "mcp.register",
                        "mcp.wire", "mcp.protocol", "mcp.tools", "ui.guard", "ui.pages"]),
-    ("adapters", ["claude_code.handlers", "claude_code.install", "claude_code.request", "mcp.server", "ui.app"]),
+    ("adapters", ["claude_code.handlers", "claude_code.install", "claude_code.installed", "claude_code.request",
+                  "mcp.server", "ui.app"]),
     ("entries", ["claude_code.entry", "cli.app", "demo"]),
-    ("hosts", ["claude_code.command", "claude_code.plugin", "hook.command", "worker.hooks", "worker.server",
-               "cli.*_cmds"]),
+    ("hosts", ["claude_code.command", "claude_code.plugin", "hook.command", "worker.hooks",
+               "worker.server", "cli.*_cmds"]),
     ("main", ["cli.main", "__main__"]),
 ]
 # Imports that still point up a layer, each to be removed (issue 22): (importer, imported).

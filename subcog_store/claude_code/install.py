@@ -119,7 +119,7 @@ def _ours_re(sub: str) -> re.Pattern[str]:
                       rf"\s+{re.escape(sub)}(?![\w-])")
 
 
-def _is_ours(hook: Any, sub: str, command: str | None = None) -> bool:
+def is_ours(hook: Any, sub: str, command: str | None = None) -> bool:
     cmd = hook.get("command") if isinstance(hook, dict) else None
     return isinstance(cmd, str) and (cmd == command or bool(_ours_re(sub).search(cmd)))
 
@@ -305,13 +305,13 @@ def _merge_hooks(hooks: dict[str, Any], commands: dict[str, str]) -> tuple[list[
         sub, matcher, timeout = EVENTS[event]
         groups: list[dict[str, Any]] = hooks.setdefault(event, [])
         before = _dump(groups)
-        ours = [(g, h) for g in groups for h in g.get("hooks", []) if _is_ours(h, sub, command)]
+        ours = [(g, h) for g in groups for h in g.get("hooks", []) if is_ours(h, sub, command)]
         keep = next(((g, h) for g, h in ours if matcher is None or g.get("matcher") == matcher), None) or next(
-            ((g, h) for g, h in ours if all(_is_ours(x, sub, command) for x in g["hooks"])), None)
+            ((g, h) for g, h in ours if all(is_ours(x, sub, command) for x in g["hooks"])), None)
         keep_h = keep[1] if keep else None
         for g in [g for g, h in ours]:  # drop duplicates, and groups only our duplicates lived in
             if "hooks" in g:
-                g["hooks"] = [h for h in g["hooks"] if h is keep_h or not _is_ours(h, sub, command)]
+                g["hooks"] = [h for h in g["hooks"] if h is keep_h or not is_ours(h, sub, command)]
         groups[:] = [g for g in groups if g.get("hooks") or not any(g is og for og, _ in ours)]
         if keep:
             if matcher is not None:
@@ -381,12 +381,12 @@ def uninstall_hooks(path: Path, *, dry_run: bool = False, mcp: Path | None | str
     removed: list[str] = []
     for event, (sub, _, _) in EVENTS.items():
         groups = hooks.get(event)
-        hit = [g for g in groups or [] if any(_is_ours(h, sub) for h in g.get("hooks", []))]
+        hit = [g for g in groups or [] if any(is_ours(h, sub) for h in g.get("hooks", []))]
         if not hit:
             continue
         removed.append(event)
         for g in hit:
-            g["hooks"] = [h for h in g["hooks"] if not _is_ours(h, sub)]
+            g["hooks"] = [h for h in g["hooks"] if not is_ours(h, sub)]
         groups[:] = [g for g in groups if g.get("hooks") or not any(g is x for x in hit)]
         if not groups:
             del hooks[event]

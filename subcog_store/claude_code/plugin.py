@@ -16,12 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from subcog_store.claude_code import install
+from subcog_store.claude_code.installed import MARKETPLACE_NAME, PLUGIN_NAME
 from subcog_store.mcp import register
 
 ROOT = Path(__file__).resolve().parents[2]          # the checkout (the files are generated in a checkout only)
 PLUGIN_DIR = "plugin"
-PLUGIN_NAME = "subcog"
-MARKETPLACE_NAME = "subcog-store"
 LAUNCHER = "${CLAUDE_PLUGIN_ROOT}/scripts/subcog"   # the client expands it; quoted for a path with spaces
 DESCRIPTION = ("Memories for Claude Code that are never stored twice: hooks capture a session's decisions, "
                "learnings and patterns, deduplicated, and bring the relevant ones back in later sessions; an MCP "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 from pathlib import Path
 
 from subcog_store.cli.app import emit
@@ -47,6 +48,7 @@ def cmd_hook(args: argparse.Namespace) -> int:
 
 def cmd_install_hooks(args: argparse.Namespace) -> int:
     from subcog_store.claude_code.install import SettingsError, install_hooks, settings_path, uninstall_hooks
+    from subcog_store.claude_code.installed import Installed, installed
 
     path = settings_path(Path(args.project) if args.project else None, user=args.user)
     try:
@@ -54,6 +56,10 @@ def cmd_install_hooks(args: argparse.Namespace) -> int:
             install_hooks(path, dry_run=args.dry_run, approve=not args.no_approve_mcp)
     except SettingsError as e:
         raise InvalidInput(str(e)) from None
+    if not args.uninstall:   # the plugin enabled as well would run every hook twice
+        both = Installed(installed(Path(args.project) if args.project else None).plugin, [path])
+        if both.twice:
+            logging.getLogger("subcog_store.cli").warning(both.warning().removeprefix("warning: "))
     verb = "would change" if args.dry_run and result.changed else ("updated" if result.changed else "unchanged")
     text = f"{path}: {verb}"
     if result.backup:

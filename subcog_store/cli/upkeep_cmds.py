@@ -25,10 +25,18 @@ def register(sub, add) -> None:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from subcog_store.doctor import diagnose, open_for_doctor
+    from subcog_store.claude_code.installed import installed
+    from subcog_store.doctor import Finding, diagnose, open_for_doctor
+    from subcog_store.progress import bar
 
-    with open_for_doctor(db_path(args)) as con:
-        findings = diagnose(con, worker=True)
+    with open_for_doctor(db_path(args)) as con, bar(0, "doctor", unit="checks", quiet=args.quiet) as p:
+        def step(done: int, total: int, check: str) -> None:
+            p.total = total
+            p.set(done, check)
+
+        findings = diagnose(con, worker=True, progress=step)
+    hooks = installed()
+    findings.append(Finding("hooks_run_once", not hooks.twice, hooks.describe()))
     bad = [f for f in findings if not f.ok]
     emit(args, {"ok": not bad, "findings": [f.__dict__ for f in findings]},
          "\n".join(f"{'ok  ' if f.ok else 'FAIL'} {f.check}: {f.detail}"
