@@ -4,8 +4,8 @@ The sentences are realistic text, not random vectors: decisions, learnings and p
 databases, caches, queues, CI, ports, timeouts, libraries and versions, generated from templates and
 vocabularies with a fixed seed, plus natural sentences from ../shared/data (MRPC, STS-B) when present.
 
-Embeddings are cached in bench/out/ keyed by a hash of the model files and of every sentence, so only the
-first run pays for embedding the corpus.
+Embeddings are cached in bench/out/ (or in SUBCOG_BENCH_EMBED_CACHE, a folder several checkouts share) keyed by a
+hash of the model files and of every sentence, so only the first run pays for embedding the corpus.
 
     python -m bench.corpus --size 100000      # build and embed (prints how long embedding took)
 """
@@ -27,6 +27,7 @@ import numpy as np
 from subcog_store.text.normalize import content_hash
 
 OUT_DIR = Path(__file__).resolve().parent / "out"
+EMBED_CACHE_DIR = Path(os.environ.get("SUBCOG_BENCH_EMBED_CACHE") or OUT_DIR)
 SHARED_DIR = Path(os.environ.get("SUBCOG_SHARED_DIR") or Path(__file__).resolve().parents[2] / "shared")
 DATA_DIR = SHARED_DIR / "data"
 MODEL_MANIFEST = Path(__file__).resolve().parent.parent / "models" / "manifest.json"
@@ -243,14 +244,14 @@ def _chunk_path(texts: list[str]) -> Path:
     h.update(MODEL_MANIFEST.read_bytes() if MODEL_MANIFEST.exists() else b"no-manifest")
     for text in texts:
         h.update(text.encode("utf-8") + b"\n")
-    return OUT_DIR / f"emb-{len(texts)}-{h.hexdigest()[:16]}.npy"
+    return EMBED_CACHE_DIR / f"emb-{len(texts)}-{h.hexdigest()[:16]}.npy"
 
 
 def embed_cached(texts: list[str], *, log=print) -> tuple[np.ndarray, dict]:
-    """Unit vectors of `texts`, embedded in chunks of CHUNK sentences; each chunk is cached in bench/out/
+    """Unit vectors of `texts`, embedded in chunks of CHUNK sentences; each chunk is cached in EMBED_CACHE_DIR
     under a hash of the model manifest and its sentences, so a prefix of the corpus reuses the cache and an
     interrupted first run resumes where it stopped. info: how many were embedded now and how long it took."""
-    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    EMBED_CACHE_DIR.mkdir(parents=True, exist_ok=True)
     parts: list[np.ndarray] = []
     embedder, embedded, seconds, load_s = None, 0, 0.0, 0.0
     for start in range(0, len(texts), CHUNK):

@@ -135,3 +135,45 @@ def test_an_older_statement_captured_later_is_outdated_by_the_newer_one(make_sto
     assert older.stored and older.outdated == [older.memory_id]
     assert store.get(older.memory_id).successor_id == newer.memory_id
     assert store.get(newer.memory_id).successor_id is None
+
+
+def _chain(store, n: int, loop: bool) -> list[str]:
+    """n memories, each linked as outdated by the next (and the last by the first when `loop`), written straight
+    into the table as a store from before loops were refused could hold them."""
+    from subcog_store.db import memories as writer
+    from subcog_store.db.connection import immediate
+
+    now = "2026-01-02T00:00:00Z"
+    with immediate(store.con):
+        ids = []
+        for i in range(n):
+            ids.append(writer.new_id(store.con))
+            writer.insert(store.con, memory_id=ids[-1], domain=APP, namespace="decisions", content=f"fact {i}",
+                          importance=0.5, tags=[], source=None, session_id=None, created_at=now, now=now,
+                          captured_at=0.0, vector=store.embed(f"fact {i}").tobytes())
+        for older, newer in zip(ids, ids[1:] + (ids[:1] if loop else [])):
+            writer.link_successor(store.con, older, newer, now)
+    return ids
+
+
+@pytest.mark.parametrize("n,loop", [(2, True), (5, True), (1, True), (3000, False)])
+def test_hard_delete_ends_on_a_loop_or_a_long_chain_and_restores(make_store, tiny_embedder, n, loop):
+    """Deleting a memory deletes what points at it, each once: a loop of successors (A -> B -> A, or one memory
+    its own successor) and a chain deeper than Python's recursion limit both end, and the snapshots put every
+    row back."""
+    from subcog_store.db import memories as writer
+    from subcog_store.db.connection import immediate
+
+    store = make_store(embedder_=tiny_embedder)
+    ids = _chain(store, n, loop)
+    before = store.con.execute("select id, successor_id from memories order by id").fetchall()
+    with immediate(store.con):
+        snaps = writer.hard_delete(store.con, ids[-1])
+    assert sorted(s.row["id"] for s in snaps) == sorted(ids)      # every one, once
+    assert store.con.execute("select count(*) from memories").fetchone()[0] == 0
+    if not loop:   # a predecessor goes before what it points at
+        assert [s.row["id"] for s in snaps] == ids
+    with immediate(store.con):
+        for snap in reversed(snaps):
+            writer.restore(store.con, snap)
+    assert store.con.execute("select id, successor_id from memories order by id").fetchall() == before

@@ -223,16 +223,33 @@ def move(con: "apsw.Connection", memory_id: str, domain: str, now: str) -> Snaps
 
 def hard_delete(con: "apsw.Connection", memory_id: str) -> list[Snapshot]:
     """Delete a memory and, first, what points at it (retired predecessors, recent captures); returns their
-    snapshots in deletion order."""
+    snapshots in deletion order. Each memory is visited once: a loop of successor links (a store written before
+    links closing a loop were refused) or a chain of any length ends (no recursion)."""
+    order: list[str] = []
+    seen = {memory_id}
+    stack: list[tuple[str, list[str]]] = [(memory_id, _predecessors(con, memory_id, seen))]
+    while stack:   # depth first: every predecessor is deleted before what it points at
+        current, pending = stack[-1]
+        if pending:
+            pred = pending.pop()
+            seen.add(pred)
+            stack.append((pred, _predecessors(con, pred, seen)))
+        else:
+            order.append(stack.pop()[0])
     deleted: list[Snapshot] = []
-    for (pred,) in con.execute(q("predecessors"), {"id": memory_id}).fetchall():
-        deleted += hard_delete(con, pred)
-    snap = snapshot(con, memory_id)
-    deleted.append(snap)
-    recent.forget(con, memory_id)
-    _delete_vector(con, snap.row["seq"])
-    con.execute(q("delete_memory"), {"id": memory_id})
+    for mid in order:
+        snap = snapshot(con, mid)
+        deleted.append(snap)
+        recent.forget(con, mid)
+        _delete_vector(con, snap.row["seq"])
+        con.execute(q("delete_memory"), {"id": mid})
     return deleted
+
+
+def _predecessors(con: "apsw.Connection", memory_id: str, seen: set[str]) -> list[str]:
+    """The memories that name `memory_id` as their successor and are not yet visited, last to be taken first."""
+    found = [pred for (pred,) in con.execute(q("predecessors"), {"id": memory_id}).fetchall() if pred not in seen]
+    return list(reversed(found))
 
 
 def restore(con: "apsw.Connection", snap: Snapshot) -> None:
