@@ -31,6 +31,7 @@ EMBED_CACHE_DIR = Path(os.environ.get("SUBCOG_BENCH_EMBED_CACHE") or OUT_DIR)
 SHARED_DIR = Path(os.environ.get("SUBCOG_SHARED_DIR") or Path(__file__).resolve().parents[2] / "shared")
 DATA_DIR = SHARED_DIR / "data"
 MODEL_MANIFEST = Path(__file__).resolve().parent.parent / "models" / "manifest.json"
+FILLER_CORPUS = 100_000   # planted filler of any size is a prefix of this corpus (one embedding cache for all)
 CORPUS_SEED = 20240601
 QUERY_SEED = 777
 NATURAL_QUERY_SHARE = 0.1   # natural sentences held out of the corpus, used as queries

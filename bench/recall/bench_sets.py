@@ -30,6 +30,7 @@ from bench.recall import sets
 
 OUT = Path(__file__).resolve().parents[1] / "out" / "recall"
 REPO = Path(__file__).resolve().parents[2]
+KEPT_SETTINGS = ("SUBCOG_BENCH_EMBED_CACHE", "SUBCOG_SHARED_DIR")   # the bench's own, not the product's
 
 
 # -- one tree's measurement (runs with whatever subcog_store is first on sys.path) ------------------------------
@@ -65,7 +66,7 @@ def plant_filler(path: Path, domains: list[str], n: int) -> None:
     from subcog_store.db.memories import add_vector
     from subcog_store.db.sqlfiles import q
 
-    c = corpus.build(size=max(n, 1000), n_queries=10, n_fresh=10)
+    c = corpus.build(size=max(n, corpus.FILLER_CORPUS), n_queries=10, n_fresh=10)   # the first n: any size
     vectors, _ = corpus.embed_cached(c.sentences[:n], log=lambda s: None)
     con = connect(path)
     namespaces = ("decisions", "learnings", "patterns", "context", "config")
@@ -206,7 +207,17 @@ def _mean(values: list[float]) -> float:
 # -- running both trees ------------------------------------------------------------------------------------------
 def run_in(tree: Path | None, set_name: str, filler: int) -> dict:
     """`measure` in a subprocess whose subcog_store comes from `tree` (None: this checkout)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SUBCOG_")}
+    try:
+        return run_code(tree, f"from bench.recall.bench_sets import measure; "
+                              f"json.dump(measure({set_name!r}, {filler}), sys.stdout)")
+    except RuntimeError as e:
+        raise RuntimeError(f"{tree or 'this tree'} {set_name} {filler}: {e}") from None
+
+
+def run_code(tree: Path | None, code: str) -> dict:
+    """Python `code` (json and sys imported; it prints one JSON value) in a subprocess whose subcog_store and sql/
+    come from `tree` (None: this checkout); bench/ is this checkout's. Returns the value."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SUBCOG_") or k in KEPT_SETTINGS}
     env["SUBCOG_MODEL_DIR"] = str(REPO / "models")
     if tree is not None:
         shim = OUT / "baseline-shim"
@@ -220,13 +231,12 @@ def run_in(tree: Path | None, set_name: str, filler: int) -> dict:
         env["PYTHONPATH"] = f"{shim}{os.pathsep}{REPO}"
     else:
         env["PYTHONPATH"] = str(REPO)
-    code = ("import json, sys; from bench.recall.bench_sets import measure; "
-            f"json.dump(measure({set_name!r}, {filler}), sys.stdout)")
     cwd = OUT / "baseline-shim" if tree is not None else REPO   # `python -c` puts its working directory first
-    proc = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-c", "import json, sys; " + code], cwd=cwd, env=env,
+                          capture_output=True, text=True)
     if proc.returncode != 0:
-        raise RuntimeError(f"{tree or 'this tree'} {set_name} {filler}: {proc.stderr[-2000:]}")
-    return json.loads(proc.stdout)
+        raise RuntimeError(proc.stderr[-2000:])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def main(argv: list[str] | None = None) -> int:
