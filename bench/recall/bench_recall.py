@@ -124,13 +124,15 @@ def summarize(per_query: list[dict]) -> dict:
 # -- the gate -------------------------------------------------------------------------------------------------
 def gate(r: Ranked, threshold: float) -> list:
     """What inject.prompt_context would inject (before the token budget) with `threshold` as the gate's floor
-    (SUBCOG_RECALL_MIN_SIMILARITY under the relative bar, `inject.prompt_bar`; without the model the text match)."""
-    from subcog_store.recall.inject import prompt_bar
+    (SUBCOG_RECALL_MIN_SIMILARITY under the relative bar, `inject.prompt_bar`, or `inject.holds_the_words`; without
+    the model the text match)."""
+    from subcog_store.recall.inject import holds_the_words, prompt_bar, prompt_level
 
     top = r.hits[:GATE_CANDIDATES]
     if r.method == "hybrid":
-        bar = prompt_bar(r.vector_scores, threshold)
-        passed = [h for h in top if (h.similarity if h.similarity is not None else -1.0) >= bar]
+        bar, level = prompt_bar(r.vector_scores, threshold), prompt_level(r.vector_scores)
+        passed = [h for h in top if (h.similarity if h.similarity is not None else -1.0) >= bar
+                  or holds_the_words(h.coverage, h.similarity, level)]
     else:
         passed = [h for h in top if (h.text_match or 0.0) >= threshold and h.text_rank is not None]
     chosen = {h.memory.id for h in passed}
@@ -635,7 +637,8 @@ def report(res: dict) -> str:
     L += ["### The abstain gate", "",
           "The gate is simulated exactly as `inject.prompt_context` applies it (top "
           f"{GATE_CANDIDATES} of the fused list, a cosine of at least the floor and {GATE_MARGIN:g} above the "
-          f"prompt's level in the store (`inject.prompt_bar`), a successor drops its outdated memory, at most "
+          f"prompt's level in the store (`inject.prompt_bar`), or a memory that holds the prompt's words at the "
+          f"prompt's level (`inject.holds_the_words`), a successor drops its outdated memory, at most "
           f"{PROMPT_LIMIT}), then checked through the real hook (`recall_hooks.user_prompt_submit`, a fresh session "
           f"per prompt, the prompt token budget applying). Shipped: floor {g['similarity']:.2f}, text match "
           f"{g['text_match']:.2f} (chosen by `gate_lab.py` on the train splits of both sets at three store sizes). "

@@ -3,9 +3,10 @@
 - `start_index`: for a new, resumed or cleared session, a compact index of the project's most important current
   memories (one line each, with its URN) within SUBCOG_RECALL_START_TOKENS.
 - `prompt_context`: for a prompt, the memories that clear the abstain gate (`prompt_bar`: a cosine of at least
-  SUBCOG_RECALL_MIN_SIMILARITY that stands GATE_MARGIN above the prompt's level in this store; without the model
-  a word match >= SUBCOG_RECALL_MIN_TEXT_MATCH), at most SUBCOG_RECALL_PROMPT_LIMIT within
-  SUBCOG_RECALL_PROMPT_TOKENS; for most prompts nothing.
+  SUBCOG_RECALL_MIN_SIMILARITY that stands GATE_MARGIN above the prompt's level in this store; or `holds_the_words`:
+  the memory holds COVERAGE_GATE of the prompt's IDF-weighted content words and its cosine reaches the prompt's
+  level and COVERAGE_FLOOR; without the model a word match >= SUBCOG_RECALL_MIN_TEXT_MATCH), at most
+  SUBCOG_RECALL_PROMPT_LIMIT within SUBCOG_RECALL_PROMPT_TOKENS; for most prompts nothing.
 A memory is injected once per session; memories the session captured itself stay out until it is compacted; all
 hooks of a session share SUBCOG_RECALL_SESSION_TOKENS. Every call is recorded in `recall_log` (ids, scores,
 tokens, the query's fingerprint, never its text). Secrets are redacted again on the way out.
@@ -35,6 +36,8 @@ LINE_CHARS = 200             # an index or context line is cut here
 INDEX_CANDIDATES = 200
 GATE_MARGIN = 0.14           # prompt_bar: chosen by bench/recall/gate_lab.py (train, both sets, three sizes)
 SMALL_STORE_FLOOR = 0.37     # ... a store of fewer than six memories: the earlier absolute gate
+COVERAGE_GATE = 0.40         # holds_the_words: chosen by bench/recall/scale_lab.py (train, both sets, three sizes)
+COVERAGE_FLOOR = 0.34        # ... its cosine floor (same choice)
 DECAY_BASE, DECAY_DAYS = 0.95, 30.0      # the session-start index: importance decayed with age (original design)
 RECENCY_HALF_LIFE_DAYS = 180.0
 
@@ -100,10 +103,27 @@ def prompt_bar(vector_scores: list[float], floor: float) -> float:
     cosine abstains less and less as a project grows (more memories, more near misses); this bar rises with the
     store's own level. Chosen by bench/recall/gate_lab.py on TRAIN of both sets at 0, 200 and 10,000 planted
     memories."""
+    level = prompt_level(vector_scores)
+    return max(floor, SMALL_STORE_FLOOR) if level is None else max(floor, level + GATE_MARGIN)
+
+
+def prompt_level(vector_scores: list[float]) -> float | None:
+    """What this prompt scores against the memories that are not about it: the mean cosine of the vector side's
+    ranks 6-15 (None with fewer than six memories)."""
     tail = vector_scores[5:15]
-    if not tail:
-        return max(floor, SMALL_STORE_FLOOR)
-    return max(floor, sum(tail) / len(tail) + GATE_MARGIN)
+    return sum(tail) / len(tail) if tail else None
+
+
+def holds_the_words(coverage: float, similarity: float | None, level: float | None) -> bool:
+    """The gate's second way in: a memory that holds COVERAGE_GATE of the prompt's IDF-weighted content words (its
+    rare words, `recall.fusion.coverage`) passes with a cosine at the prompt's own level (and COVERAGE_FLOOR)
+    rather than GATE_MARGIN above it. Among 10,000 planted memories near misses push the bar up and the answer,
+    often a memory that says the prompt's own words, fell below it (answers injected 0.54-0.57 on train); with
+    this way in 0.64, silence >= 0.94 in every train group (bench/recall/RESULTS.md). Off in a store of fewer than
+    six memories."""
+    if level is None or similarity is None:
+        return False
+    return coverage >= COVERAGE_GATE and similarity >= max(COVERAGE_FLOOR, level)
 
 
 def prompt_context(store: "Core", prompt: str, domain: str, session_id: str | None, use_model: bool) -> Recall:
@@ -117,7 +137,9 @@ def prompt_context(store: "Core", prompt: str, domain: str, session_id: str | No
                    exclude=state.excluded, use_model=use_model)
     if found.method == "hybrid":
         bar = prompt_bar(found.vector_scores, float(s.recall_min_similarity))
-        gate = [h for h in found.hits if (h.similarity or -1.0) >= bar]
+        level = prompt_level(found.vector_scores)
+        gate = [h for h in found.hits if (h.similarity or -1.0) >= bar
+                or holds_the_words(h.coverage, h.similarity, level)]
     else:
         gate = [h for h in found.hits if (h.text_match or 0.0) >= float(s.recall_min_text_match)
                 and (h.text_rank is not None)]

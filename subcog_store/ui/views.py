@@ -79,8 +79,13 @@ def _gate(found, floor: float, text_floor: float) -> str:
     bar = getattr(inject, "prompt_bar", None)
     if bar is None:
         return f"cosine >= {floor:.2f}"
-    return (f"cosine >= {bar(list(found.vector_scores), floor):.2f}: the floor {floor:.2f}, or above what this prompt "
+    text = (f"cosine >= {bar(list(found.vector_scores), floor):.2f}: the floor {floor:.2f}, or above what this prompt "
             "scores against the memories not about it")
+    level = getattr(inject, "prompt_level", lambda _: None)(list(found.vector_scores))
+    if level is not None and hasattr(inject, "COVERAGE_GATE"):
+        text += (f"; or coverage >= {inject.COVERAGE_GATE:.2f} with cosine >= "
+                 f"{max(inject.COVERAGE_FLOOR, level):.2f} (a memory that holds the prompt's words)")
+    return text
 
 
 def formula() -> str:

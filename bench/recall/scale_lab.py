@@ -1,0 +1,305 @@
+"""The ranking and the prompt gate among planted memories: where their constants come from, at any store size.
+
+Both labelled sets (`bench/recall/dataset`, `dataset2`) are built through the real capture path (`sets.build`);
+then every query meets its project's labelled memories among the first N of bench/corpus.py's 100,000-sentence
+corpus planted in the same project (N = 0, 200, 10,000, 100,000: the first 10,000 of the 100,000 are the
+10,000; vectors from the corpus cache, `SUBCOG_BENCH_EMBED_CACHE` to share it). For each query and size the
+features the product computes are taken over every memory of the project: the cosine of the prompt as typed and
+the coverage (`recall.fusion.coverage`: the IDF-weighted share of the prompt's content words a memory holds,
+IDF over the project's memories); kept are the 100 best by each, the labelled memories, and the vector side's 50
+best cosines (the gate's view). The cases are pickled; `--cached` scores them again without the model.
+
+Scored on each split, set and size: recall@5, MRR@10 and paraphrase recall@5 of a fusion; the prompt gate's
+silence on prompts nothing answers and answers injected on relevant prompts (a memory is injected when it is
+among the fused top 10, clears the gate's bar, and is one of the first three that do). Constants are chosen on
+one set's TRAIN split and reported on the other set's TEST split, and the other way round (`choose`).
+
+    .venv/bin/python -m bench.recall.scale_lab [--sizes 0,200,10000,100000] [--cached]
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import pickle
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bench.recall import sets
+
+OUT = Path(__file__).resolve().parents[1] / "out" / "recall"
+CASES = OUT / "scale_lab-cases.pickle"
+SIZES = (0, 200, 10_000, 100_000)
+KEEP = 100          # best candidates kept per side
+GATE_TOP = 50       # the vector side's cosines the gate sees (recall.search.CANDIDATES)
+PROMPT_LIMIT = 3    # memories injected at most (SUBCOG_RECALL_PROMPT_LIMIT)
+SILENCE = 0.92      # the issue's target: silent on prompts nothing answers
+
+
+@dataclass
+class Case:
+    """One query at one filler size: its candidates (labelled memories and the best filler) and their features."""
+
+    set: str
+    qid: str
+    split: str
+    kind: str
+    size: int
+    answers: set[str]
+    facts: list[str | None]       # the labelled fact of each candidate (None: filler)
+    cos: np.ndarray
+    cov: np.ndarray
+    outdated_by: list[int | None]  # index of the candidate that outdates this one (changed facts)
+    top_cos: np.ndarray           # the vector side's best cosines, best first (at most GATE_TOP)
+
+    @property
+    def relevant(self) -> bool:
+        return bool(self.answers)
+
+
+# -- building the cases --------------------------------------------------------------------------------------
+def filler(n: int) -> tuple[list[str], np.ndarray]:
+    from bench import corpus
+
+    c = corpus.build(size=100_000, n_queries=10, n_fresh=10)
+    vectors, _ = corpus.embed_cached(c.sentences[:n], log=lambda s: print(s, flush=True))
+    return c.sentences[:n], vectors
+
+
+def inverted(docs: list[list[str]]) -> dict[str, np.ndarray]:
+    index: dict[str, list[int]] = defaultdict(list)
+    for i, words in enumerate(docs):
+        for w in set(words):
+            index[w].append(i)
+    return {w: np.asarray(ix, dtype=np.int64) for w, ix in index.items()}
+
+
+def build_cases(sizes: tuple[int, ...]) -> list[Case]:
+    from subcog_store.model.embedder import Embedder
+    from subcog_store.recall.query import content_of, terms
+
+    embedder = Embedder()
+    embedder.load()
+    big = max(sizes)
+    texts, fvec = filler(big)
+    fdocs = inverted([terms(t) for t in texts])
+    out: list[Case] = []
+    for name, path in sets.SETS.items():
+        rows, queries = sets.load(path)
+        built = sets.build(OUT / f"scale-{name}.db", rows, embedder)
+        store = built.store
+        by_project = {}
+        for project in sorted({r.project for r in rows}):
+            mems = store.memories(domain=project, limit=100_000)
+            vecs = embedder.embed_batch([m.content for m in mems])
+            index = {m.id: i for i, m in enumerate(mems)}
+            by_project[project] = (mems, vecs, [set(terms(m.content)) for m in mems],
+                                   [index.get(m.successor_id) for m in mems])
+        qvecs = embedder.embed_batch([q.query for q in queries])
+        for q, qv in zip(queries, qvecs):
+            mems, vecs, docs, succ = by_project[q.project]
+            own_cos = vecs @ qv
+            fcos_all = fvec @ qv if big else np.zeros(0)
+            words = list(dict.fromkeys(terms(content_of(q.query))))
+            for size in sizes:
+                fcos = fcos_all[:size]
+                total = len(mems) + size
+                weights = {}
+                for w in words:
+                    fd = fdocs.get(w)
+                    df = sum(1 for d in docs if w in d) + (int(np.searchsorted(fd, size)) if fd is not None else 0)
+                    weights[w] = math.log((total + 1) / (df + 0.5))
+                wsum = sum(weights.values())
+                own_cov = np.array([sum(v for w, v in weights.items() if w in d) / wsum if wsum else 0.0
+                                    for d in docs])
+                fcov = np.zeros(size)
+                if wsum:
+                    for w, v in weights.items():
+                        fd = fdocs.get(w)
+                        if fd is not None:
+                            fcov[fd[:int(np.searchsorted(fd, size))]] += v / wsum
+                keep = set(np.argsort(-fcos)[:KEEP].tolist()) | set(np.argsort(-fcov)[:KEEP].tolist()) \
+                    if size else set()
+                keep = sorted(keep)
+                allcos = np.concatenate([own_cos, fcos])
+                top = np.sort(allcos)[::-1][:GATE_TOP]
+                out.append(Case(name, q.qid, q.split, q.kind, size, q.answers,
+                                [built.fact_of(m.id) for m in mems] + [None] * len(keep),
+                                np.concatenate([own_cos, fcos[keep]]), np.concatenate([own_cov, fcov[keep]]),
+                                list(succ) + [None] * len(keep), top))
+        store.close()
+        print(f"{name}: cases built", flush=True)
+    return out
+
+
+# -- scoring ---------------------------------------------------------------------------------------------------
+def order(c: Case, scores: np.ndarray) -> np.ndarray:
+    """Candidates best first, each outdated memory just below its successor (recall.fusion.rank)."""
+    s = scores.astype(float).copy()
+    for _ in range(3):
+        for i, j in enumerate(c.outdated_by):
+            if j is not None and s[i] >= s[j]:
+                s[i] = s[j] - 1e-9
+    return np.argsort(-s, kind="stable")
+
+
+def facts_in(c: Case, idx) -> list[str]:
+    out: list[str] = []
+    for i in idx:
+        f = c.facts[i] if c.facts[i] is not None else f"filler-{i}"
+        if f not in out:
+            out.append(f)
+    return out
+
+
+def rank_metrics(cases: list[Case], fusion) -> dict:
+    r5, rr, r5p = [], [], []
+    for c in cases:
+        if not c.relevant:
+            continue
+        ranked = facts_in(c, order(c, fusion(c))[:40])
+        hit = len(c.answers & set(ranked[:5])) / len(c.answers)
+        r5.append(hit)
+        rr.append(next((1 / (i + 1) for i, f in enumerate(ranked[:10]) if f in c.answers), 0.0))
+        if c.kind == "paraphrase":
+            r5p.append(hit)
+    return {"recall5": _mean(r5), "mrr10": _mean(rr), "paraphrase5": _mean(r5p)}
+
+
+def gate_metrics(cases: list[Case], fusion, passes) -> dict:
+    """silent: share of prompts nothing answers that get nothing; answers: share of the answers injected.
+    `passes(case)`: which candidates clear the gate (a boolean array)."""
+    silent, answers = [], []
+    for c in cases:
+        ok = passes(c)
+        top = order(c, fusion(c))[:10]
+        chosen = [i for i in top if ok[i]][:PROMPT_LIMIT]
+        if not c.relevant:
+            silent.append(not chosen)
+        else:
+            got = {c.facts[i] for i in chosen}
+            answers.append(len(c.answers & got) / len(c.answers))
+    return {"silent": _mean(silent), "answers": _mean(answers)}
+
+
+def _mean(values) -> float:
+    return float(np.mean(values)) if len(values) else float("nan")
+
+
+# -- the candidates ------------------------------------------------------------------------------------------------
+def fusions() -> dict:
+    f = {"cosine alone": lambda c: c.cos, "coverage alone": lambda c: c.cov + 1e-6 * c.cos}
+    for p in (2, 3):
+        for w in (0.3, 0.5, 0.8, 1.0, 1.2, 1.5, 2.0):
+            f[f"cosine + {w} x coverage^{p}"] = (lambda w, p: lambda c: c.cos + w * c.cov ** p)(w, p)
+    return f
+
+
+def level(top: np.ndarray, lo: int = 5, hi: int = 15) -> float | None:
+    tail = top[lo:hi]
+    return float(tail.mean()) if len(tail) else None
+
+
+def relative(floor: float, margin: float):
+    """The relative bar alone (`inject.prompt_bar`)."""
+    def passes(c: Case) -> np.ndarray:
+        base = level(c.top_cos)
+        return c.cos >= (max(floor, 0.37) if base is None else max(floor, base + margin))
+    return passes
+
+
+def two_ways(floor: float, margin: float, coverage: float, coverage_floor: float):
+    """The relative bar, or the memory holds `coverage` of the prompt's weighted words and its cosine reaches the
+    prompt's level and `coverage_floor` (`inject.holds_the_words`)."""
+    bar = relative(floor, margin)
+
+    def passes(c: Case) -> np.ndarray:
+        base = level(c.top_cos)
+        second = np.zeros(len(c.cos), dtype=bool) if base is None else \
+            (c.cov >= coverage) & (c.cos >= max(coverage_floor, base))
+        return bar(c) | second
+    return passes
+
+
+def choose_coverage_gate(cases: list[Case]) -> tuple[tuple, dict]:
+    """The second way in, chosen on TRAIN: of (coverage, cosine floor) the pair with the most answers injected in
+    the worst (set, size) group while every group stays silent on >= SILENCE of the prompts nothing answers; ties
+    go to the higher coverage, then the higher floor (the stricter). The relative bar stays as shipped."""
+    from subcog_store.recall.fusion import COVERAGE_POWER, W_COVERAGE
+    from subcog_store.recall.inject import GATE_MARGIN
+
+    fusion = lambda c: c.cos + W_COVERAGE * c.cov ** COVERAGE_POWER   # noqa: E731
+    train = defaultdict(list)
+    for c in cases:
+        if c.split == "train" and c.size <= 10_000:
+            train[(c.set, c.size)].append(c)
+    scored = {}
+    for cov, flo in itertools.product((0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7), (0.25, 0.3, 0.34, 0.37, 0.4)):
+        g = {k: gate_metrics(v, fusion, two_ways(0.40, GATE_MARGIN, cov, flo)) for k, v in train.items()}
+        if all(m["silent"] >= SILENCE for m in g.values()):
+            scored[(cov, flo)] = g
+    best = max(scored, key=lambda p: (round(min(m["answers"] for m in scored[p].values()), 6), p))
+    return best, {"|".join(map(str, k)): v for k, v in scored[best].items()}
+
+
+def report(cases: list[Case]) -> dict:
+    """Per set, split and size: the shipped ranking and gate beside the ranking and gate before issue #24 (cosine
+    order, cosine >= 0.37), and the ranking alone (cosine, fusion)."""
+    from subcog_store.recall.fusion import COVERAGE_POWER, W_COVERAGE
+    from subcog_store.recall.inject import COVERAGE_FLOOR, COVERAGE_GATE, GATE_MARGIN
+
+    fusion = lambda c: c.cos + W_COVERAGE * c.cov ** COVERAGE_POWER   # noqa: E731 - recall.fusion.score
+    cosine = lambda c: c.cos   # noqa: E731
+    before = lambda c: c.cos >= 0.37   # noqa: E731 - the absolute gate before issue #24
+    out: dict = {}
+    for key in sorted({(c.set, c.split, c.size) for c in cases}):
+        group = [c for c in cases if (c.set, c.split, c.size) == key]
+        out["|".join(map(str, key))] = {
+            "n_relevant": sum(c.relevant for c in group), "n_irrelevant": sum(not c.relevant for c in group),
+            "cosine": rank_metrics(group, cosine), "fusion": rank_metrics(group, fusion),
+            "gate before (cosine >= 0.37, cosine order)": gate_metrics(group, cosine, before),
+            "relative bar alone": gate_metrics(group, fusion, relative(0.40, GATE_MARGIN)),
+            "gate shipped (relative bar or holds the words)": gate_metrics(
+                group, fusion, two_ways(0.40, GATE_MARGIN, COVERAGE_GATE, COVERAGE_FLOOR))}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
+    parser.add_argument("--cached", action="store_true", help="score the pickled cases again")
+    args = parser.parse_args(argv)
+    OUT.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    if args.cached:
+        cases = pickle.loads(CASES.read_bytes())
+    else:
+        cases = build_cases(tuple(int(s) for s in args.sizes.split(",")))
+        CASES.write_bytes(pickle.dumps(cases))
+    print(f"{len(cases)} cases ({time.perf_counter() - started:.0f} s)")
+    res = report(cases)
+    best, train = choose_coverage_gate(cases)
+    res["chosen on train"] = {"coverage, floor": best, "train": train}
+    print(f"chosen on train: coverage {best[0]}, floor {best[1]}: " + ", ".join(
+        f"{k} {v['silent']:.3f}/{v['answers']:.3f}" for k, v in train.items()))
+    (OUT / "scale_lab-last.json").write_text(json.dumps(res, indent=1))
+    for key, r in res.items():
+        if key == "chosen on train":
+            continue
+        print(f"{key:22} recall@5/MRR/para cosine {r['cosine']['recall5']:.3f}/{r['cosine']['mrr10']:.3f}/"
+              f"{r['cosine']['paraphrase5']:.3f} fusion {r['fusion']['recall5']:.3f}/{r['fusion']['mrr10']:.3f}/"
+              f"{r['fusion']['paraphrase5']:.3f} | gate silent/answers before "
+              + "/".join(f"{v:.3f}" for v in r["gate before (cosine >= 0.37, cosine order)"].values())
+              + " relative " + "/".join(f"{v:.3f}" for v in r["relative bar alone"].values())
+              + " shipped " + "/".join(f"{v:.3f}" for v in r["gate shipped (relative bar or holds the words)"].values()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
