@@ -247,13 +247,7 @@ def main(argv: list[str] | None = None) -> int:
 
     texts = [(p.a, p.b) for p in rows["MRPC test"].data.pairs] if "MRPC test" in rows else \
         [(p.a, p.b) for p in rows["coding test"].data.pairs]
-    from subcog_store.text import guard as new_guard
-
-    def clear_new() -> None:
-        for name in dir(new_guard):
-            fn = getattr(new_guard, name)
-            if hasattr(fn, "cache_clear") and name in ("tokens", "_order_tokens", "_names"):
-                fn.cache_clear()
+    from subcog_store.text.guard_tokens import clear_caches as clear_new
     speed = {"before": time_per_pair(verdicts["baseline"], texts, base_guard.tokens.cache_clear),
              "after": time_per_pair(verdicts["new"], texts, clear_new)}
     out += ["", f"## Time per judged pair ({len(texts)} pairs, without phrase similarity, text caches cleared per "

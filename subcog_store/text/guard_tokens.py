@@ -1,0 +1,142 @@
+"""How the changed-fact guard reads a text: the compared form, word tokens (numbers and identifiers kept whole,
+n't and contractions split, `key=value` as two words), tokens with phrase punctuation for the word-order rules, a
+light stemmer, the words written like names or identifiers, and the verdict type the guard's checks return."""
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+
+from subcog_store.text.guard_words import NUMBER_WORDS, PUNCTUATION, STOPWORDS
+
+__all__ = ["GuardVerdict", "SAME", "NUM", "compared_form", "split_token", "tokens", "order_tokens", "stem",
+           "is_content", "names", "clear_caches"]
+
+
+@dataclass(frozen=True)
+class GuardVerdict:
+    changed: bool        # True: the texts state different facts; must NOT be treated as duplicates
+    reason: str | None   # "number", "version", "unit", "date", "negation", "polarity", "participants", "order",
+    #                      "substitution", "name"
+    detail: str          # human words, e.g. "5 minutes vs 10 minutes"
+
+    def __bool__(self) -> bool:
+        return self.changed
+
+
+SAME = GuardVerdict(False, None, "")
+
+_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "`": "'",
+                         "\u2013": "-", "\u2014": " - ", "\u00a0": " "})
+_WORD = re.compile(r"[$€£%]|[^\W_][\w.'/+#-]*[\w%]|[^\W_]", re.UNICODE)
+KEY_VALUE = re.compile(r"(?<=\w)=(?=\w)")   # "scope=session" is the two words of "session scope"
+NUM = re.compile(r"^(?P<v>v)?(?P<n>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)*)(?P<u>[a-zµ%]+)?$")
+
+
+_USA = re.compile(r"\b(?:U\.S\.A\.|U\.S\.|US|USA)(?![\w.])|\bU\.S(?=\W|$)")
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+_TENS = re.compile(r"\b(twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)[- ](one|two|three|four|five|six|seven|"
+                   r"eight|nine)\b")
+_ONES = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9}
+
+
+def compared_form(text: str) -> str:
+    """Case-folded, NFKC, straight quotes, single spaces, 1,000 -> 1000, sixty-one -> 61: the compared form."""
+    text = unicodedata.normalize("NFKC", text).translate(_QUOTES)
+    text = _USA.sub("usa", text)
+    text = " ".join(text.split()).casefold()
+    text = _THOUSANDS.sub("", text)
+    return _TENS.sub(lambda m: str(NUMBER_WORDS[m.group(1)] + _ONES[m.group(2)]), text)
+
+
+@lru_cache(maxsize=16384)
+def split_token(tok: str) -> tuple[str, ...]:
+    """Split n't, possessives and hyphen/slash compounds that are not numbers or identifiers."""
+    tok = tok.strip(".'-/+")
+    if not tok:
+        return ()
+    if tok.endswith("n't"):
+        stem = {"ca": "can", "wo": "will", "sha": "shall"}.get(tok[:-3], tok[:-3])
+        return (stem, "n't") if stem else ("n't",)
+    if tok.endswith("'s") or tok.endswith("s'"):
+        tok = tok[:-2] if tok.endswith("'s") else tok[:-1]
+    for cont, full in (("'re", "are"), ("'ve", "have"), ("'ll", "will"), ("'d", "would"), ("'m", "am")):
+        if tok.endswith(cont):
+            return (tok[:-len(cont)], full)
+    if any(c.isdigit() for c in tok) or "_" in tok or "." in tok.rstrip("."):
+        return (tok,)
+    return tuple(p for p in (part.strip("'") for part in re.split(r"[-/]", tok)) if p)
+
+
+@lru_cache(maxsize=4096)
+def tokens(text: str) -> tuple[str, ...]:
+    """Normalised word tokens; numbers keep their dots and commas, n't is its own token."""
+    out: list[str] = []
+    for raw in _WORD.findall(KEY_VALUE.sub(" ", compared_form(text))):
+        out.extend(split_token(raw))
+    return tuple(out)
+
+
+@lru_cache(maxsize=16384)
+def stem(word: str) -> str:
+    """A light suffix stripper: enough to match plurals and simple verb forms (dance/dancing, share/shares)."""
+    if len(word) <= 3 or any(c.isdigit() for c in word):
+        return word
+    for suffix, repl, min_len in (("ies", "y", 4), ("ied", "y", 4), ("sses", "ss", 4), ("ness", "", 5),
+                                  ("ing", "", 5), ("edly", "", 5), ("ed", "", 4), ("ly", "", 5),
+                                  ("es", "", 5), ("s", "", 4)):
+        if word.endswith(suffix) and len(word) - len(suffix) + len(repl) >= min_len - 1:
+            if suffix == "s" and word.endswith(("ss", "us", "is")):
+                continue
+            word = word[: len(word) - len(suffix)] + repl
+            break
+    return word[:-1] if len(word) >= 5 and word.endswith("e") else word
+
+
+_ORDER_TOKEN = re.compile(r"[$€£%]|[^\W_][\w.'/+#-]*[\w%]|[^\W_]|[,;:()\[\]]", re.UNICODE)
+
+
+@lru_cache(maxsize=4096)
+def order_tokens(text: str) -> tuple[str, ...]:
+    """`tokens` plus the punctuation that delimits phrases; a hyphenated word stays one word (anthrax-laced)."""
+    out: list[str] = []
+    for raw in _ORDER_TOKEN.findall(KEY_VALUE.sub(" ", compared_form(text))):
+        if raw in PUNCTUATION:
+            out.append(raw)
+        elif "-" in raw.strip("-") and not any(c.isdigit() for c in raw):
+            out.append(raw.strip("-'"))
+        else:
+            out.extend(split_token(raw))
+    return tuple(out)
+
+
+def is_content(tok: str) -> bool:
+    return tok not in STOPWORDS and tok not in PUNCTUATION
+
+
+_NAME_WORD = re.compile(r"[^\W_][\w.'+#-]*|[.!?:\"(]", re.UNICODE)
+
+
+@lru_cache(maxsize=4096)
+def names(text: str) -> frozenset[str]:
+    """Words written like names or identifiers (Capitalised inside a sentence, ALLCAPS, camelCase, with digits
+    or underscores), normalised: another name in a slot is another fact, however close the model rates it."""
+    out: set[str] = set()
+    start = True
+    for raw in _NAME_WORD.findall(unicodedata.normalize("NFKC", text)):
+        if raw in '.!?:"(':
+            start = True
+            continue
+        word = raw.strip(".'-")
+        if word and (any(c.isdigit() or c == "_" for c in word) or re.search(r"[a-z][A-Z]", word)
+                     or (len(word) > 1 and word.isupper()) or (word[0].isupper() and not start)):
+            out.update(split_token(word.casefold()))
+        start = False
+    return frozenset(out)
+
+
+def clear_caches() -> None:
+    """Forget the per-text caches (a benchmark measures the cost of new texts)."""
+    for fn in (split_token, tokens, order_tokens, stem, names):
+        fn.cache_clear()
