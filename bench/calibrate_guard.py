@@ -30,7 +30,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 from subcog_store.evaluation.pairs import LabeledPair, read_pairs
-from subcog_store.text import guard
+from subcog_store.text import guard, guard_roles
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"      # caches (git-ignored)
@@ -246,11 +246,11 @@ def calibrate_modifier_words(sets: dict, ps: PhraseCache, lines: list[str]) -> N
               "| MODIFIER_WORDS, HEAD_WORDS | coding pairs (train projects) changed skipped / same caught "
               "| PAWS dev same words, label 0 flagged | PAWS dev label 0 flagged | MRPC train flagged / P / R |",
               "| --- | --- | ---: | ---: | --- |"]
-    keep = guard.MODIFIER_WORDS, guard.HEAD_WORDS
+    keep = guard_roles.MODIFIER_WORDS, guard_roles.HEAD_WORDS
     chosen = None
     try:
         for value in ((0, 0), (1, 1), (1, 2), (2, 2), (99, 99)):
-            guard.MODIFIER_WORDS, guard.HEAD_WORDS = value
+            guard_roles.MODIFIER_WORDS, guard_roles.HEAD_WORDS = value
             paws = judge_all(*sets["PAWS dev"], 0.90, new_judge(ps))
             mrpc = judge_all(*sets["MRPC train"], 0.90, new_judge(ps))
             code = judge_all(coding.pairs, coding.cos, 0.90, new_judge(ps))
@@ -266,7 +266,7 @@ def calibrate_modifier_words(sets: dict, ps: PhraseCache, lines: list[str]) -> N
             lines.append(f"| {value[0]}, {value[1]} | {skipped:.1%} / {caught:.1%} | {sw0} | {l0} | "
                          f"{cell(flagged(mrpc, 0.90), [r.label for r in mrpc])} |")
     finally:
-        guard.MODIFIER_WORDS, guard.HEAD_WORDS = keep
+        guard_roles.MODIFIER_WORDS, guard_roles.HEAD_WORDS = keep
     lines += ["", f"Rule: the largest values that keep PAWS dev label-0 pairs flagged at or under the targets (5% of "
               f"the same-words ones, 10% of all): **{chosen}** (guard: {keep}). A modifier moving around its head "
               "carries no role (issue 23), but the rule reads units, not parts of speech: any freedom lets PAWS "

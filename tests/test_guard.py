@@ -117,7 +117,7 @@ SUBSTITUTED = [  # the same sentence with one slot filled differently: another f
 @pytest.mark.parametrize("older,newer", SUBSTITUTED)
 def test_one_slot_filled_differently_is_a_changed_fact(older: str, newer: str) -> None:
     verdict = changed_fact(older, newer)
-    assert verdict.changed and verdict.reason == "substitution", verdict
+    assert verdict.changed and verdict.reason in ("substitution", "name"), verdict
     assert changed_fact(newer, older).changed
 
 
@@ -184,7 +184,7 @@ ORDER_SAME = [  # reordered, same fact: lists, moved clauses and phrases, attrib
 def test_word_order_that_changes_roles_is_a_changed_fact(older: str, newer: str) -> None:
     for a, b in ((older, newer), (newer, older)):
         verdict = changed_fact(a, b)
-        assert verdict.changed and verdict.reason in ("participants", "order"), (a, b, verdict)
+        assert verdict.changed and verdict.reason in ("participants", "order", "negation"), (a, b, verdict)
         assert verdict.detail
 
 
@@ -410,3 +410,54 @@ def test_sixty_four_kib_texts_get_a_verdict() -> None:
         verdict = judge(a, b, 0.95)
         assert verdict == judge(a, b, 0.95) and verdict.agrees == judge(b, a, 0.95).agrees
     assert judge(big, big, 1.0).agrees
+
+
+# ---------------------------------------------------------------- issue 23, round 2: what differs, word by word
+
+CHANGED_WHEREVER_WORDED = [  # (older, newer, reason): vetoes that hold however the rest is worded
+    ("The worker reads settings from config/main.yaml at startup.",
+     "At startup the worker loads its settings from config/local.yaml.", "name"),
+    ("waitForUsersLoaded() polls until the spinner is gone.", "The spinner is polled by waitForItemsLoaded().", "name"),
+    ("The cache is not needed because the worker always starts first.",
+     "The cache is needed because the worker does not always start first.", "negation"),
+    ("Imports must be non-destructive.", "Imports may be destructive.", "negation"),
+    ("The rate limiter allows 100 requests per minute.", "The rate limiter allows 100 requests per hour.", "unit"),
+    ("The cleanup job hard-deletes expired sessions.", "Expired sessions are soft-deleted by the cleanup job.",
+     "polarity"),
+    ("Migrations run before the app starts.", "The app starts, and migrations run after it.", "polarity"),
+    ("Retries are enabled on the public API.", "On the public API retries are disabled.", "negation"),
+]
+
+SAME_IN_OTHER_WORDS = [  # a negation said of another word, a name one text leaves out: still one fact
+    ("The SQLite file is not required for the tool to work.", "The tool works without the SQLite file."),
+    ("Never edit the schema snapshot to add tables.", "The schema snapshot must not be changed to add tables."),
+    ("Sessions live in ~/.app/sessions/<project>/ as JSONL files.",
+     "The app keeps its sessions as JSONL files under ~/.app/sessions/."),
+]
+
+
+@pytest.mark.parametrize("older,newer,reason", CHANGED_WHEREVER_WORDED)
+def test_a_changed_slot_is_seen_through_a_rewording(older: str, newer: str, reason: str) -> None:
+    for a, b in ((older, newer), (newer, older)):
+        verdict = changed_fact(a, b)
+        assert verdict.changed and verdict.reason == reason, (a, b, verdict)
+
+
+@pytest.mark.parametrize("older,newer", SAME_IN_OTHER_WORDS)
+def test_a_rewording_that_keeps_the_slots_is_no_changed_fact(older: str, newer: str) -> None:
+    for a, b in ((older, newer), (newer, older)):
+        assert not changed_fact(a, b).changed, (a, b, changed_fact(a, b))
+
+
+def test_identifiers_are_read_as_written() -> None:
+    from subcog_store.text.guard_tokens import identifiers, identifiers_apart
+    found = identifiers("The API reads config/main.yaml via loadConfig() and MAX_RETRIES in the U.S. with Redis's "
+                        "sha256 and PostgreSQL. Then IP.")
+    assert found == {"api", "config/main.yaml", "loadconfig", "max_retries", "sha256", "postgresql"}, found
+    # prose is no identifier: Capitalised words, dotted abbreviations, possessives, two-letter capitals
+    assert identifiers("Mike Nash of Microsoft's U.S. unit said the UK and IP rules hold.") == frozenset()
+    # a path one text gives in full is written in the other's shorter one
+    assert identifiers_apart("Files go to ~/.app/sessions/", "Files go to ~/.app/sessions/<id>/") == \
+        ([], ["~/.app/sessions/<id>/"])
+    assert identifiers_apart("Read config/main.yaml first.", "Read config/local.yaml first.") == \
+        (["config/main.yaml"], ["config/local.yaml"])

@@ -9,33 +9,45 @@ from __future__ import annotations
 import subprocess
 import sys
 import types
+from pathlib import Path
 from typing import Callable
 
 from bench.guard.data import ROOT
 
-BASE = "f205264"   # main before issue 23's rule
+BASE = "8c3290a"   # main's rule at the start of round 3 (issue 23's first step; f205264: before issue 23)
 PhraseSimilarity = Callable[[str, str], float]
 # (older, newer, cosine, phrase similarity or None) -> (duplicate at any threshold <= cosine, why not)
 Verdict = Callable[[str, str, float, "PhraseSimilarity | None"], tuple[bool, str | None]]
 
 
-def _module(commit: str, path: str, name: str, replace: dict[str, str]) -> types.ModuleType:
-    source = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=ROOT, check=True, capture_output=True,
-                            text=True).stdout
-    for old, new in replace.items():
-        source = source.replace(old, new)
-    module = types.ModuleType(name)
-    sys.modules[name] = module  # dataclasses look their module up
-    exec(compile(source, f"{commit}:{path}", "exec"), module.__dict__)
-    return module
+ORDER = ("guard_words", "guard_tokens", "guard_roles", "guard_polarity")   # dependencies first; guard.py last
+
+
+def _files(commit: str) -> list[str]:
+    """The guard's modules at `commit` (one file before the split, several after), in dependency order."""
+    listed = subprocess.run(["git", "ls-tree", "--name-only", commit, "subcog_store/text/"], cwd=ROOT, check=True,
+                            capture_output=True, text=True).stdout.split()
+    stems = [Path(f).stem for f in listed if Path(f).name.startswith("guard") and f.endswith(".py")]
+    rank = {name: i for i, name in enumerate(ORDER)}
+    return sorted(stems, key=lambda n: (n == "guard", rank.get(n, len(ORDER)), n))
 
 
 def guard_of(commit: str = BASE) -> types.ModuleType:
-    """The guard module of `commit`, with that commit's word lists."""
-    words = f"guard_words_{commit}"
-    _module(commit, "subcog_store/text/guard_words.py", words, {})
-    return _module(commit, "subcog_store/text/guard.py", f"guard_{commit}",
-                   {"subcog_store.text.guard_words": words})
+    """The guard module of `commit`, with that commit's helper modules and word lists, loaded under a package of
+    its own (`guard_<commit>`) so that the working tree's modules never leak into it."""
+    package_name = f"guard_{commit}"
+    package = types.ModuleType(package_name)
+    package.__path__ = []   # a package: `from guard_<commit> import guard_tokens` finds its modules
+    sys.modules[package_name] = package
+    module = package
+    for stem in _files(commit):
+        source = subprocess.run(["git", "show", f"{commit}:subcog_store/text/{stem}.py"], cwd=ROOT, check=True,
+                                capture_output=True, text=True).stdout.replace("subcog_store.text", package_name)
+        module = types.ModuleType(f"{package_name}.{stem}")
+        sys.modules[module.__name__] = module   # dataclasses look their module up
+        exec(compile(source, f"{commit}:{stem}.py", "exec"), module.__dict__)
+        setattr(package, stem, module)
+    return module
 
 
 def baseline_verdict(commit: str = BASE) -> tuple[Verdict, types.ModuleType]:

@@ -1,31 +1,30 @@
-"""The changed-fact guard: cheap checks that veto a semantic (cosine) duplicate.
+"""The changed-fact guard: what two texts state differently, read word by word (docs/guard.md).
 
-Sentence embeddings cannot see a changed fact ("TTL is 5 minutes" vs "TTL is 10 minutes" scores 0.985, "Sullivan
-defeated Denny" vs "Denny defeated Sullivan" 0.99). `changed_fact(older, newer)` says whether two texts state
-different facts: numbers, versions, units, dates, negation/polarity, who did what to whom (word order and roles),
-one slot filled with something else. `lexical_support(a, b)` is the positive signal: how much of the content of
-each text the other one covers. Both are symmetric and deterministic.
-
-Both take an optional `phrase_similarity(p, q) -> cosine` (the store's MiniLM embedder on short phrases): with
-it, a slot or a short segment worded with a synonym ("cutting"/"slicing an onion", "two kids"/"two children")
-is judged by meaning; without it the guard stays on the safe side (a different word is a different fact). It is
-called only when its answer can change the verdict. The word lists are in `guard_words`; the rules and the data
-that chose each constant are in docs/guard.md.
+Sentence embeddings cannot see a changed fact ("TTL is 5 minutes" / "TTL is 10 minutes" scores 0.985), and on
+coding memories a rewording and a changed fact have the same cosine. `changed_fact(older, newer)` looks at the
+words that differ: a number, unit, date or identifier replaced, a word negated in one text only (`guard_polarity`),
+an opposite, who did what to whom (`guard_roles`), one slot filled with another word. It is the veto,
+`lexical_support` the shared content. Both are symmetric and deterministic, and take an optional
+`phrase_similarity(p, q) -> cosine` (the store's model on short phrases) that judges synonyms in a slot; without it
+a different word is a different fact (the safe side). Word lists: `guard_words`.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
-from typing import Callable
+from functools import lru_cache
+from typing import Callable, Sequence
 
+from subcog_store.text import guard_polarity, guard_tokens
+from subcog_store.text.guard_polarity import polarity
 from subcog_store.text.guard_roles import order_check
-from subcog_store.text.guard_tokens import NUM, SAME, GuardVerdict, compared_form, names, split_token, stem, tokens
+from subcog_store.text.guard_tokens import (
+    NUM, SAME, GuardVerdict, compared_form, identifiers_apart, names, stem, tokens)
 from subcog_store.text.guard_words import (
-    MONTHS, NEGATION_PHRASES, NEGATORS, NOT_NEGATING, NUMBER_WORDS, OPPOSITES, PREFERENCE, PRIVATIVE,
-    SOFT_NUMBER_WORDS, STOPWORDS, UNITS, WEEKDAYS)
+    MONTHS, NEGATORS, NUMBER_WORDS, SCALE_UNITS, SOFT_NUMBER_WORDS, STOPWORDS, UNITS, WEEKDAYS)
 
-__all__ = ["GuardVerdict", "PhraseSimilarity", "changed_fact", "lexical_support", "SUPPORT_MIN"]
+__all__ = ["GuardVerdict", "PhraseSimilarity", "changed_fact", "clear_caches", "lexical_support", "SUPPORT_MIN"]
 
 # cosine of two short phrases as the sentence model embeds them (each alone, unit vectors)
 PhraseSimilarity = Callable[[str, str], float]
@@ -37,12 +36,6 @@ SLOT_CONTEXT = 4    # ... and at least this many words the same around it
 SYNONYM_MIN = 0.82  # phrase cosine (slot with one word of context each side) that makes a synonym (PAWS dev)
 LONG = 200          # tokens: a longer text skips the word-order rules and the slot search (their cost grows fast)
 SEGMENT_MAX = 4     # lexical_support compares differing segments of at most this many words as phrases
-
-_OPPOSITE: dict[str, set[str]] = {}
-for _x, _y in OPPOSITES:
-    _OPPOSITE.setdefault(_x, set()).add(_y)
-    _OPPOSITE.setdefault(_y, set()).add(_x)
-
 
 # ---------------------------------------------------------------- facts: numbers, units, dates
 
@@ -163,41 +156,6 @@ def _near_num(toks: tuple[str, ...], word: str) -> bool:
     return any(NUM.match(t) for t in near)
 
 
-# ---------------------------------------------------------------- polarity
-
-def _negations(toks: tuple[str, ...]) -> int:
-    """How many times a text negates: negators, privative verbs ("drop", "avoid", "refrain"), the
-    negation-equivalent phrases "instead of", "rather than", "in place of", "other than", and "prefer X over Y";
-    "not only", "nothing but", "no doubt" do not negate, "neither ... nor" negates once."""
-    n, preferred = 0, -10
-    for i, t in enumerate(toks):
-        nxt = toks[i + 1] if i + 1 < len(toks) else ""
-        if t in PREFERENCE:
-            preferred = i
-        if (t, nxt) in NEGATION_PHRASES or (toks[i - 1] if i else "", t, nxt) in NEGATION_PHRASES:
-            n += 1
-        elif t == "over" and i - preferred <= 6:
-            n += 1
-        elif (t in NEGATORS or t in PRIVATIVE) and (t, nxt) not in NOT_NEGATING \
-                and not (t == "nor" and "neither" in toks[:i]):
-            n += 1
-    return n
-
-
-def _polarity_check(ta: tuple[str, ...], tb: tuple[str, ...]) -> GuardVerdict:
-    na, nb = _negations(ta), _negations(tb)
-    if na % 2 != nb % 2:
-        wa = " ".join(t for t in ta if t in NEGATORS or t in PRIVATIVE) or "no negation"
-        wb = " ".join(t for t in tb if t in NEGATORS or t in PRIVATIVE) or "no negation"
-        return GuardVerdict(True, "negation", f"{wa} vs {wb}")
-    sa, sb = set(ta), set(tb)
-    for w in sorted(sa - sb):
-        for opp in _OPPOSITE.get(w, ()):
-            if opp in sb and opp not in sa:
-                return GuardVerdict(True, "polarity", f"{w} vs {opp}")
-    return SAME
-
-
 # ---------------------------------------------------------------- content
 
 # Words that carry no fact of their own for coverage: attribution and filler.
@@ -208,7 +166,8 @@ decide decided decides deciding decision choose chose chosen chooses picked opt 
 """.split())
 
 
-def _content(toks: tuple[str, ...]) -> list[tuple[int, str]]:
+@lru_cache(maxsize=4096)
+def _content(toks: tuple[str, ...]) -> tuple[tuple[int, str], ...]:
     """(token index, content word): stop words, negators, numbers and filler left out."""
     out = []
     for i, tok in enumerate(toks):
@@ -216,7 +175,7 @@ def _content(toks: tuple[str, ...]) -> list[tuple[int, str]]:
         parts = re.split(r"[-/]", tok) if "-" in tok or "/" in tok else (tok,)
         out.extend((i, t) for t in parts if t not in STOPWORDS and t not in NEGATORS and t not in _TRANSPARENT
                    and len(t) > 1 and not NUM.match(t))
-    return out
+    return tuple(out)
 
 
 def _covered(word: str, other: set[str], other_stems: set[str]) -> bool:
@@ -230,14 +189,14 @@ def _covered(word: str, other: set[str], other_stems: set[str]) -> bool:
     return len(word) <= 40 and any(len(o) > len(word) and o.startswith(word) for o in other)
 
 
-def _coverage(ca: list[tuple[int, str]], cb: list[tuple[int, str]]) -> list[bool]:
+def _coverage(ca: Sequence[tuple[int, str]], cb: Sequence[tuple[int, str]]) -> list[bool]:
     """For each content word of one text: does the other text have it (exact, stem or prefix)?"""
     other = {w for _, w in cb}
     stems = {stem(w) for w in other}
     return [_covered(w, other, stems) for _, w in ca]
 
 
-def _share(words: list[tuple[int, str]], covered: list[bool]) -> tuple[float, int]:
+def _share(words: Sequence[tuple[int, str]], covered: list[bool]) -> tuple[float, int]:
     """Length-weighted covered share, and the longest run of consecutive uncovered words."""
     total = sum(len(w) for _, w in words)
     got = sum(len(w) for (_, w), c in zip(words, covered) if c)
@@ -248,7 +207,7 @@ def _share(words: list[tuple[int, str]], covered: list[bool]) -> tuple[float, in
     return (got / total if total else 1.0), longest
 
 
-def _support(ca: list[tuple[int, str]], fa: list[bool], cb: list[tuple[int, str]], fb: list[bool]) -> float:
+def _support(ca: Sequence[tuple[int, str]], fa: list[bool], cb: Sequence[tuple[int, str]], fb: list[bool]) -> float:
     (sa, ra), (sb, rb) = _share(ca, fa), _share(cb, fb)
     support = min(sa, sb)
     return min(support, 0.5) if max(ra, rb) >= CLAUSE_RUN else support
@@ -347,8 +306,28 @@ def _substitution_check(ta: tuple[str, ...], tb: tuple[str, ...], named: frozens
     return GuardVerdict(True, "substitution", f"{' '.join(ta[i1:i2])} vs {' '.join(tb[j1:j2])}")
 
 
-# ---------------------------------------------------------------- the guard
+# ---------------------------------------------------------------- units, identifiers
 
+def _unit_check(ta: tuple[str, ...], tb: tuple[str, ...]) -> GuardVerdict:
+    """Another time or size unit, with or without a number: "per minute" / "per hour" ("hourly" is not read)."""
+    units_a = {UNITS[t] for t in ta if len(t) >= 3 and UNITS.get(t) in SCALE_UNITS}
+    units_b = {UNITS[t] for t in tb if len(t) >= 3 and UNITS.get(t) in SCALE_UNITS}
+    if units_a - units_b and units_b - units_a:
+        return GuardVerdict(True, "unit", f"{', '.join(sorted(units_a - units_b))} vs "
+                                          f"{', '.join(sorted(units_b - units_a))}")
+    return SAME
+
+
+def _identifier_check(older: str, newer: str) -> GuardVerdict:
+    """Each text writes an identifier the other does not: "config/main.yaml" / "config/local.yaml",
+    "waitForUsersLoaded()" / "waitForItemsLoaded()", however the rest is worded."""
+    only_a, only_b = identifiers_apart(older, newer)
+    if only_a and only_b:
+        return GuardVerdict(True, "name", f"{', '.join(only_a[:3])} vs {', '.join(only_b[:3])}")
+    return SAME
+
+
+# ---------------------------------------------------------------- the guard
 
 def _flip(verdict: GuardVerdict) -> GuardVerdict:
     left, sep, right = verdict.detail.partition(" vs ")
@@ -356,18 +335,30 @@ def _flip(verdict: GuardVerdict) -> GuardVerdict:
 
 
 def changed_fact(older: str, newer: str, phrase_similarity: PhraseSimilarity | None = None) -> GuardVerdict:
-    """Whether `newer` states a different fact than `older` (a veto on treating them as duplicates)."""
+    """Whether `newer` states a different fact than `older` (a veto on treating them as duplicates): a number,
+    version, unit or date replaced; another time or size unit; another identifier (each text writes one the other
+    does not); a word negated in one text and affirmed in the other, or negations of another parity when they
+    negate nothing the texts share (`guard_polarity`); an opposite; who did what to whom (`guard_roles`); one slot
+    filled with a word that is not a synonym. Symmetric: the checks run on the two texts in a canonical order,
+    and details are given in the caller's order."""
     if compared_form(older) == compared_form(newer):
         return SAME
     ta, tb = tokens(older), tokens(newer)
-    for check in (_number_check, _date_check, _polarity_check):
-        verdict = check(ta, tb)
-        if verdict.changed:
-            return verdict
-    flip = tb < ta  # the order and slot checks run on a canonical order: symmetric by construction
-    x, y = (newer, older) if flip else (older, newer)
+    flip = tb < ta
+    if flip:
+        older, newer, ta, tb = newer, older, tb, ta
+    changed = (_number_check(ta, tb) or _date_check(ta, tb) or _unit_check(ta, tb)
+               or _identifier_check(older, newer) or polarity(older, newer, ta, tb))
     long = max(len(ta), len(tb)) > LONG
-    verdict = SAME if long else order_check(x, y)
-    if not verdict.changed and ta != tb and not long:
-        verdict = _substitution_check(tokens(x), tokens(y), names(x) | names(y), phrase_similarity)
-    return _flip(verdict) if verdict.changed and flip else verdict
+    if not changed and not long:
+        changed = order_check(older, newer)
+    if not changed and ta != tb and not long:
+        changed = _substitution_check(ta, tb, names(older) | names(newer), phrase_similarity)
+    return _flip(changed) if changed and flip else changed
+
+
+def clear_caches() -> None:
+    """Forget every per-text cache (a benchmark times a judged pair as a capture meets it: new texts)."""
+    guard_tokens.clear_caches()
+    guard_polarity.clear_caches()
+    _content.cache_clear()

@@ -21,12 +21,21 @@ not no never none nobody nothing nowhere neither nor cannot without n't unless u
 dont doesnt didnt isnt arent wasnt werent cant couldnt wouldnt shouldnt wont hasnt havent hadnt mustnt
 """.split())
 # Verbs that negate what follows: "drop Python 3.8 support" = "Python 3.8 is no longer supported",
-# "declined to comment" = "would not comment". Counted like a negator.
+# "declined to comment" = "would not comment"; and words negative in themselves ("missing", "unavailable").
+# Counted like a negator, but no word is read as what they negate (they are often adjectives: "a failed run").
 PRIVATIVE = frozenset("""
 fail fails failed failing refuse refuses refused refusing decline declines declined declining deny denies denied
 lack lacks lacked lacking disable disables disabled disabling deprecate deprecates deprecated drop drops dropped
 dropping remove removes removed removing stop stops stopped stopping avoid avoids avoided avoiding unsupported
 discontinue discontinued forbid forbids forbidden prohibit prohibited ban banned refrain refrains refrained
+missing absent unavailable unused unset unnecessary unneeded untouched empty void absence disappear disappears
+disappeared bypass bypasses bypassed skip skips skipped skipping omit omits
+omitted ignore ignores ignored exclude excludes excluded
+""".split())
+# Words a negation reaches over to the word it negates: "not [be] needed", "never [ever really] called".
+SCOPE_SKIP = frozenset("""
+be being been ever really actually even yet still always any anything anyone anymore longer point time way
+means use uses used using
 """.split())
 # Phrases that negate what they govern as much as "not" does (issue 23): "use X instead of Y" = "use X, not Y".
 # Pairs (word, next word) and triples (previous, word, next); "without" is a NEGATOR, "avoid" and "refrain"
@@ -86,6 +95,9 @@ UNITS = {  # surface form -> canonical unit
     **dict.fromkeys(["point", "points", "pt", "pts"], "point"),
     **dict.fromkeys(["share", "shares"], "share"),
 }
+# Units of time and size: another one named, with or without a number, is another fact ("per minute" / "per hour").
+SCALE_UNITS = frozenset({"ns", "us", "ms", "second", "minute", "hour", "day", "week", "month", "year", "byte", "kb",
+                         "mb", "gb", "tb"})
 
 MONTHS = {m: i for i, ms in enumerate([
     ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
@@ -125,6 +137,32 @@ OPPOSITES = [
     ("man", "woman"), ("men", "women"), ("boy", "girl"), ("boys", "girls"), ("yesterday", "today"),
     ("today", "tomorrow"), ("yesterday", "tomorrow"), ("white", "black"),
     ("horizontal", "vertical"), ("lowercase", "uppercase"), ("optimistic", "pessimistic"),
+    # issue 23: opposites common in code talk, written from general knowledge (not from any test project)
+    ("hard", "soft"), ("copy", "move"), ("previous", "next"), ("prepend", "append"), ("lazy", "eager"),
+    ("lazily", "eagerly"), ("inner", "outer"), ("mutable", "immutable"), ("relative", "absolute"),
+    ("global", "local"), ("shallow", "deep"), ("explicit", "implicit"), ("manual", "automatic"),
+    ("manually", "automatically"), ("static", "dynamic"), ("visible", "hidden"), ("show", "hide"),
+    ("online", "offline"), ("connect", "disconnect"), ("attach", "detach"), ("mount", "unmount"),
+    ("install", "uninstall"), ("encode", "decode"), ("encrypt", "decrypt"), ("serialize", "deserialize"),
+    ("compress", "decompress"), ("grow", "shrink"), ("expand", "collapse"), ("parent", "child"),
+    ("head", "tail"), ("leading", "trailing"), ("prefix", "suffix"), ("stateful", "stateless"),
+    ("cached", "uncached"), ("sorted", "unsorted"), ("ordered", "unordered"), ("signed", "unsigned"),
+    ("strong", "weak"), ("light", "dark"), ("sender", "recipient"), ("producer", "consumer"),
+    ("leader", "follower"), ("source", "destination"), ("request", "response"), ("send", "receive"),
+    ("sent", "received"), ("incoming", "outgoing"), ("ceil", "floor"), ("upper", "lower"), ("most", "least"),
+    ("active", "inactive"), ("grant", "revoke"), ("allowlist", "denylist"), ("whitelist", "blacklist"),
+    ("subscribe", "unsubscribe"), ("login", "logout"), ("commit", "rollback"), ("forward", "backward"),
+    ("increment", "decrement"), ("insert", "delete"), ("create", "delete"), ("create", "destroy"),
+    ("keep", "discard"), ("temporary", "permanent"), ("transient", "persistent"), ("serial", "parallel"),
+    ("sequential", "parallel"), ("sequentially", "concurrently"), ("same", "different"),
+    ("identical", "different"), ("exact", "partial"), ("full", "partial"), ("full", "incremental"),
+    ("older", "newer"), ("earlier", "later"), ("front", "back"), ("foreground", "background"),
+    ("inclusive", "exclusive"), ("lowest", "highest"), ("smallest", "largest"), ("shortest", "longest"),
+    ("overwrite", "preserve"), ("succeed", "fail"), ("passes", "fails"), ("works", "breaks"),
+    ("fresh", "stale"), ("fresh", "reused"), ("new", "existing"), ("always", "sometimes"), ("dev", "production"),
+    ("truncated", "full"), ("raise", "reduce"), ("raised", "reduced"), ("increase", "reduce"),
+    ("increased", "reduced"), ("lazy", "immediate"), ("separate", "same"), ("separate", "shared"), ("pre", "post"),
+    ("own", "shared"), ("isolated", "shared"),
 ]
 
 # ---------------------------------------------------------------- word order (who did what to whom)
