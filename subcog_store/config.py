@@ -113,6 +113,12 @@ def _specs() -> list[Spec]:
         Spec("recall_prompt_tokens", _int, 300, 0, 100_000),
         Spec("recall_start_tokens", _int, 500, 0, 100_000),
         Spec("recall_session_tokens", _int, 3000, 0, 1_000_000),
+        Spec("recall_touch_limit", _int, 3, 0, 20, help="recall on touch: memories per file read or edited"),
+        Spec("recall_touch_tokens", _int, 250, 0, 100_000, help="recall on touch: tokens per file or error"),
+        Spec("code_enabled", _bool, True, help="citations at capture, the code check at session start, recall "
+                                               "on touch"),
+        Spec("code_check_secs", _float, 0.5, 0.0, 60.0, help="the session-start check of cited code: at most "
+                                                             "this long (the rest is checked next time)"),
         # process settings
         Spec("db", _text, None, scope=p, help="database file"),
         Spec("model_dir", _text, None, scope=p, help="where model.onnx and tokenizer.json are"),

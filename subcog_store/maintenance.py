@@ -1,5 +1,5 @@
-"""Maintenance: embed memories that lack a vector, forget a memory, move memories between domains, redact secrets
-stored before a rule existed."""
+"""Maintenance: embed memories that lack a vector, forget a memory (or everything one session or source
+produced), move memories between domains, redact secrets stored before a rule existed."""
 # Lazy imports: the secret patterns compile only for `redact`.
 from __future__ import annotations
 
@@ -59,6 +59,41 @@ def forget(store: "Core", memory_id: str, reason: str | None = None) -> int:
             decision="forgotten", new_content=memory.content, new_hash=memory.content_hash,
             matched_memory_id=memory.id, matched_content=memory.content, memory_id=memory.id,
             reasoning=reason or "forgotten on request", undo=undo))
+
+def forget_produced(store: "Core", domain: str, *, session_id: str | None = None, source: str | None = None,
+                    reason: str | None = None, dry_run: bool = False) -> dict:
+    """Retire every active memory of `domain` that one session or one source produced, in one logged decision
+    that `reverse` undoes whole; the facts they had marked as outdated are current again (and outdated again
+    on reverse). Returns what was (dry run: would be) forgotten."""
+    if not session_id and not source:
+        raise InvalidInput("name the session (--session ID) or the source (--source S) whose memories to forget")
+    what = " and ".join(x for x in (f"session {session_id}" if session_id else "",
+                                    f"source {source}" if source else "") if x)
+    now = iso(store.clock())
+    with immediate(store.con):
+        found = writer.produced_by(store.con, domain, session_id, source)
+        ids = [mid for mid, _ in found]
+        current_again = [mid for mid in writer.outdated_by_any(store.con, ids) if mid not in set(ids)] if ids else []
+        result = {"domain": domain, "what": what, "forgotten": ids, "current_again": current_again,
+                  "decision_id": None, "dry_run": dry_run}
+        if dry_run or not ids:
+            return result
+        undo = decisions.Undo()
+        for memory_id in ids:
+            undo.before.append(writer.retire(store.con, memory_id, "deleted", now))
+            undo.expect(memory_id, "deleted", None)
+        for memory_id in current_again:
+            undo.before.append(writer.link_successor(store.con, memory_id, None, now))
+            undo.expect(memory_id, "active", None)
+        namespaces = sorted({ns for _, ns in found})
+        result["decision_id"] = decisions.log_decision(store.con, decisions.Decision(
+            decided_at=now, domain=domain, namespace=namespaces[0] if len(namespaces) == 1 else "several",
+            policy="forget", decision="forgotten", new_content=f"{len(ids)} memories of {what}",
+            reasoning=(reason or f"everything {what} produced was forgotten on request")
+            + (f"; {len(current_again)} facts they had updated are current again" if current_again else ""),
+            undo=undo, members=decisions.members(ids, "retired") + decisions.members(current_again, "outdated")))
+    return result
+
 
 def move_domain(store: "Core", source: str, target: str, progress: Progress = _quiet) -> dict:
     """Move every memory of domain `source` to `target` (one logged, reversible decision each). A memory

@@ -513,7 +513,7 @@ def test_cli_install_and_uninstall(tmp_path: Path) -> None:
     proc = run("--project", str(tmp_path), "--json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert out["added"] == EVENTS and out["mcp"]["action"] == "added" and "enabledMcpjsonServers" in proc.stderr
+    assert out["added"] == list(ih.EVENTS) and out["mcp"]["action"] == "added" and "enabledMcpjsonServers" in proc.stderr
     entry = load(tmp_path / ".mcp.json")["mcpServers"]["subcog"]
     assert entry["args"][-1] == "mcp" and Path(entry["command"]).is_file()
     assert "unchanged" in run("--project", str(tmp_path)).stdout

@@ -216,3 +216,23 @@ limit :limit;
 select seq, id, domain, namespace, content, importance, tags, status, source, session_id, created_at
 from memories
 where seq = :seq;
+
+-- name: produced_by
+-- The active memories of a domain one session or one source produced (either may be null: any), oldest first.
+select
+  id,
+  namespace
+from memories
+where domain = :domain
+  and status = 'active'
+  and (:session_id is null or session_id = :session_id)
+  and (:source is null or source = :source)
+order by seq;
+
+-- name: outdated_by_any
+-- The active memories marked as outdated by one of these memories (a JSON array of ids).
+select id
+from memories
+where status = 'active'
+  and successor_id in (select value from json_each(:ids))
+order by seq;

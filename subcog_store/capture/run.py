@@ -55,6 +55,7 @@ class HookOptions:
     environ: Mapping[str, str] | None = None   # where every setting is read (None: this process's environment)
     embedders: str = provider.LOCAL          # where the model runs (model.provider)
     clock: Callable[[], float] = time.monotonic   # the budget's clock (a test's fake one: no timing races)
+    cwd: str | None = None                  # the session's directory: what new memories cite is found there
 
     @classmethod
     def from_env(cls, db: Path, dry_run: bool = False, event: str = "pre-compact",
@@ -96,6 +97,7 @@ class Run:
     first_run: bool = False      # nothing of this transcript was read before
     log: str = ""
     started_at: float = field(default_factory=time.time)
+    stored: list[str] = field(default_factory=list)     # ids of the memories this run stored
 
     def fail(self, summary: str, error: BaseException | str) -> None:
         detail = f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else error

@@ -24,6 +24,7 @@ from pathlib import Path
 from subcog_store.capture import pending as hook_pending
 from subcog_store.capture.run import HookOptions, Run, Source, new_run
 from subcog_store.clock import iso
+from subcog_store.code.record import cite_new
 from subcog_store.db import hook_state, locks
 from subcog_store.db.hook_state import Resume
 from subcog_store.db.connection import Error as DbError, immediate
@@ -54,7 +55,7 @@ def capture_source(source: Source, options: HookOptions, run: Run, started: floa
     is itself one (`redo`), pending captures a dead worker left behind, while the extraction share lasts."""
     run.session_id = source.session_id
     run.trigger = source.trigger or options.event
-    options.domain = options.domain_override or source.domain(options.environ)
+    options.domain, options.cwd = options.domain_override or source.domain(options.environ), source.cwd
     path = source.transcript_path
     if not path:
         run.fail("no transcript_path in the hook input", "missing transcript_path")
@@ -120,7 +121,7 @@ def capture_summary(source: Source, summary: str | None, options: HookOptions, r
     deadline = started + options.budget_secs
     run = run or new_run(options, trigger="post-compact")
     run.session_id, run.transcript_path = source.session_id, source.transcript_path
-    options.domain = source.domain(options.environ)
+    options.domain, options.cwd = source.domain(options.environ), source.cwd
     if not summary or not summary.strip():
         return run
     store = _open_store(run, options)
@@ -132,6 +133,7 @@ def capture_summary(source: Source, summary: str | None, options: HookOptions, r
         candidates = extract_candidates([text], min_confidence=options.min_confidence)
         run.redacted = sum(c.redacted for c in candidates)
         _capture_all(run, store, candidates, options, deadline)
+        cite_new(store.core, [] if options.dry_run else run.stored, options.cwd, options.domain, deadline)
         if not options.dry_run:
             keep_to_budget(store, deadline, grace=SAVE_GRACE_SECS, clock=options.clock)
             try:
@@ -188,6 +190,7 @@ def _capture_transcript(run: Run, options: HookOptions, started: float, deadline
         candidates, skipped = _skip_done(candidates, at)
         run.redacted = sum(c.redacted for c in candidates)
         stopped = _capture_all(run, store, candidates, options, deadline)
+        cite_new(store.core, [] if options.dry_run else run.stored, options.cwd, options.domain, deadline)
         if stopped is not None:
             resume, run.truncated = min(resume, _resume_at(candidates, stopped, at, skipped)), True
         if options.dry_run:
@@ -326,6 +329,8 @@ def _report_one(run: Run, c, o, options: HookOptions) -> None:
         r = o.result
         check, stored, decision, urn, reasoning = r.check, r.stored, r.decision, r.urn, r.reasoning
     if stored:
+        if o.check is None and o.result.memory_id:
+            run.stored.append(o.result.memory_id)
         entry = {"content": c.text, "namespace": c.namespace, "urn": urn, "confidence": round(c.confidence, 2),
                  "decision": decision}
         changed = next((n for n in check.neighbours if n.changed_fact), None)

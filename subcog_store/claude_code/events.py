@@ -12,7 +12,8 @@ from typing import Mapping
 
 from subcog_store.scope import domain_for
 
-EVENTS = ("pre-compact", "session-end", "post-compact", "session-start", "user-prompt-submit")
+EVENTS = ("pre-compact", "session-end", "post-compact", "session-start", "user-prompt-submit", "post-tool-use",
+          "post-tool-use-failure")
 
 
 @dataclass(frozen=True)
@@ -28,12 +29,22 @@ class HookEvent:
     source: str | None = None             # session-start: startup | resume | clear | compact | fork
     prompt: str | None = None             # user-prompt-submit
     compact_summary: str | None = None    # post-compact
+    tool_name: str | None = None          # post-tool-use(-failure): Read, Edit, Bash, ...
+    error: str | None = None              # post-tool-use-failure: what the tool said
+    file_path: str | None = None          # post-tool-use: `tool_input.file_path` (or `notebook_path`)
+    is_interrupt: bool = False            # post-tool-use-failure: the user stopped the tool
 
     @classmethod
     def from_payload(cls, name: str | None, payload: Mapping) -> "HookEvent":
         """The event of an input object already decoded (its non-text fields dropped)."""
-        values = {f.name: payload.get(f.name) for f in fields(cls) if f.name != "name"}
+        derived = ("name", "file_path", "is_interrupt")
+        values = {f.name: payload.get(f.name) for f in fields(cls) if f.name not in derived}
         values = {k: v if isinstance(v, str) else None for k, v in values.items()}
+        tool_input = payload.get("tool_input")
+        path = (tool_input.get("file_path") or tool_input.get("notebook_path")) if isinstance(tool_input, dict) \
+            else None
+        values["file_path"] = path if isinstance(path, str) and path.strip() and "\0" not in path else None
+        values["is_interrupt"] = payload.get("is_interrupt") is True
         if values["session_id"] is not None:   # a lone surrogate cannot be stored: the id in valid UTF-8
             values["session_id"] = values["session_id"].encode("utf-8", "replace").decode("utf-8")
         return cls(name, **values)

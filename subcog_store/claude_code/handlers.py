@@ -1,6 +1,6 @@
 """Claude Code hooks: the hook input parsed once (`events.HookEvent`), the log, and dispatch by event to
-`capture.session` (pre-compact, session-end, post-compact) and `claude_code.recall_hooks` (session-start,
-user-prompt-submit).
+`capture.session` (pre-compact, session-end, post-compact), `claude_code.recall_hooks` (session-start,
+user-prompt-submit) and `claude_code.tool_hooks` (post-tool-use, post-tool-use-failure).
 
 Every hook never harms the session: whatever happens it exits 0 and prints output the client accepts, within its
 budget, nothing on stderr; details (content fingerprints only, never content) go to the hook log.
@@ -111,8 +111,8 @@ def dispatch(request: "HookRequest", *, on_recorded=None, on_answer=None) -> str
             return capture_output(None, event, fmt, problem=str(e))
         run = post_compact(request.raw, options) if event == "post-compact" else pre_compact(request.raw, options)
         return capture_output(run, event, fmt)
-    if event in ("session-start", "user-prompt-submit"):
-        from subcog_store.claude_code import recall_hooks
+    if event in ("session-start", "user-prompt-submit", "post-tool-use", "post-tool-use-failure"):
+        from subcog_store.claude_code import recall_hooks, tool_hooks
 
         try:
             parsed = HookEvent.parse(event, request.raw)
@@ -124,6 +124,10 @@ def dispatch(request: "HookRequest", *, on_recorded=None, on_answer=None) -> str
         try:
             if event == "session-start":
                 return recall_hooks.session_start(parsed, request.db_path, **given)
+            if event == "post-tool-use":
+                return tool_hooks.post_tool_use(parsed, request.db_path, **given)
+            if event == "post-tool-use-failure":
+                return tool_hooks.post_tool_use_failure(parsed, request.db_path, use_model=request.use_model, **given)
             return recall_hooks.user_prompt_submit(parsed, request.db_path, use_model=request.use_model, **given)
         except Exception as e:  # noqa: BLE001 - fail open: nothing injected, the reason in the log
             from subcog_store.db import files   # lazy: only when a recall hook failed

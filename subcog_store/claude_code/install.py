@@ -24,16 +24,16 @@ from subcog_store.mcp import register
 
 log = logging.getLogger("subcog_store.install")
 AUTO = "auto"
-# event -> (hook sub-command, matcher (None: the event has none), timeout s). PostCompact: the compaction summary
-# (manual and auto); SessionStart: every source. SessionEnd: the client gives its SessionEnd hooks max(1.5 s, the
-# largest SessionEnd `timeout`, at most 60 s) unless CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS says otherwise; 30 s
-# covers the hook's own 20 s budget (it saves what it finished); a normal run takes under a second.
+# event -> (sub-command, matcher (None: none; "": all), timeout s). SessionEnd: the client waits max(1.5 s, its largest
+# timeout, 60 s at most; CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS overrides). PostToolUse(Failure): code/touch.
 EVENTS: dict[str, tuple[str, str | None, int]] = {
     "PreCompact": ("pre-compact", "", 30),
     "PostCompact": ("post-compact", "", 30),
     "SessionStart": ("session-start", "", 10),
     "UserPromptSubmit": ("user-prompt-submit", None, 5),
     "SessionEnd": ("session-end", "", 30),
+    "PostToolUse": ("post-tool-use", "Read|Edit|MultiEdit|Write|NotebookEdit", 5),
+    "PostToolUseFailure": ("post-tool-use-failure", "Bash", 5),
 }
 
 

@@ -45,8 +45,9 @@ def hooks_file() -> dict[str, Any]:
     function), with the plugin's commands."""
     entries: dict[str, Any] = {}
     install._merge_hooks(entries, hook_commands())
-    return {"description": "subcog-store: capture on compaction and session end, recall at session start and on "
-                           "each prompt (the same hooks as `subcog-store install-hooks`)",
+    return {"description": "subcog-store: capture on compaction and session end, recall at session start, on "
+                           "each prompt and when a file is read or edited or a command fails (the same hooks as "
+                           "`subcog-store install-hooks`)",
             "hooks": entries}
 
 

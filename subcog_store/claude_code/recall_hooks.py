@@ -1,6 +1,7 @@
 """The hooks that bring memories back: `session-start` and `user-prompt-submit`.
 
-- session-start, source startup / resume / clear: the project's index (most important current memories).
+- session-start, source startup / resume / clear: the project's index (most important current memories), after
+  the check of what their cited code says now (`code.verify`: a memory it no longer bears out is left out).
 - session-start, source compact: the capture report of the compaction (once), the compaction recorded (what
   the session captured before it becomes recallable), and the index of what the new context most needs, all
   within the start budget (the summary's lasting facts are captured by the post-compact hook, which the client
@@ -84,6 +85,7 @@ def session_start(payload: HookEvent | Mapping, db: Path, store_factory=None, on
         if not store.settings.recall_enabled and source != "compact":
             return ""
         parts, budget, writes = [], int(store.settings.recall_start_tokens), []
+        _check_code(store, event, domain)
         with read_snapshot(store.con):   # one snapshot: another process's write lock never holds the answer up
             if source == "compact" and session_id:
                 report, writes = _report(store, session_id), [inject.compaction(store, session_id)]
@@ -105,6 +107,13 @@ def session_start(payload: HookEvent | Mapping, db: Path, store_factory=None, on
                                      session_id=session_id, query=None, started=started))
         _bookkeeping(store, writes, started, budget_secs)
     return out
+
+
+def _check_code(store, event: HookEvent, domain: str) -> None:
+    """The memories whose cited code changed are marked before the index is built (bounded, fail open)."""
+    from subcog_store.code.verify import check_at_start
+
+    check_at_start(store, event.cwd, domain)
 
 
 def _answer(on_answer, event: str, text: str) -> str:

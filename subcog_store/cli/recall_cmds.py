@@ -23,8 +23,14 @@ def register(sub, add) -> None:
                            "stores written before per-project domains)", cmd_move_domain)
     p.add_argument("source", help="the domain to empty, e.g. project")
     p.add_argument("target", nargs="?", help="the domain to fill (default: the current directory's)")
-    p = add("forget", "retire a memory (out of search; logged; `reverse` brings it back)", cmd_forget)
-    p.add_argument("id", help="a memory id or subcog:// URN")
+    p = add("forget", "retire a memory, or everything one session or source produced (out of search; logged; "
+                      "`reverse` brings it back)", cmd_forget)
+    p.add_argument("id", nargs="?", help="a memory id or subcog:// URN")
+    p.add_argument("--session", help="every active memory this session produced (its id)")
+    p.add_argument("--source", help="every active memory of this source (e.g. mcp, pre-compact-hook, cli)")
+    p.add_argument("--domain", "-d", help="with --session/--source: the project's domain (default: the current "
+                                          "directory's)")
+    p.add_argument("--dry-run", action="store_true", help="with --session/--source: list, change nothing")
     p.add_argument("--reason", help="why (kept in the decision log)")
 
 
@@ -74,9 +80,38 @@ def cmd_move_domain(args: argparse.Namespace) -> int:
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
+    from subcog_store.errors import InvalidInput
+
+    if args.session or args.source:
+        if args.id:
+            raise InvalidInput("give a memory id, or --session/--source, not both")
+        return _forget_produced(args)
+    if not args.id:
+        raise InvalidInput("give a memory id or URN, or --session ID or --source S")
     with open_store(args) as store:
         memory = store.get(args.id.rsplit("/", 1)[-1])
         decision = store.forget(memory.id, args.reason)
     emit(args, {"id": memory.id, "urn": memory.urn, "decision_id": decision},
          f"forgot {memory.urn} (decision {decision}; `subcog-store reverse {decision}` brings it back)")
+    return 0
+
+
+def _forget_produced(args: argparse.Namespace) -> int:
+    from subcog_store.maintenance import forget_produced
+
+    domain = args.domain or _current_domain()
+    with open_store(args) as store:
+        result = forget_produced(store, domain, session_id=args.session, source=args.source, reason=args.reason,
+                                 dry_run=args.dry_run)
+    n, again = len(result["forgotten"]), len(result["current_again"])
+    if args.dry_run:
+        text = f"would forget {n} memories of {result['what']} in {domain}" + (
+            f"; {again} facts they updated would be current again" if again else "")
+    elif not n:
+        text = f"no active memory of {result['what']} in {domain}; nothing changed"
+    else:
+        text = (f"forgot {n} memories of {result['what']} in {domain} (decision {result['decision_id']}; "
+                f"`subcog-store reverse {result['decision_id']}` brings them all back)"
+                + (f"; {again} facts they had updated are current again" if again else ""))
+    emit(args, result, text)
     return 0

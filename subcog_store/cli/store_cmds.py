@@ -278,10 +278,14 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from subcog_store.db import citations
+
     with open_store(args) as store:
         memory = store.get(args.id.rsplit("/", 1)[-1])   # an id or a subcog:// URN
         data = memory.to_dict()
-        emit(args, data, "\n".join(f"{k}: {v}" for k, v in data.items()))
+        data["code"] = citations.of_memory(store.con, memory.id)
+        lines = [f"{k}: {v}" for k, v in data.items() if k != "code"] + citations.describe(data["code"])
+        emit(args, data, "\n".join(lines))
     return 0
 
 

@@ -13,7 +13,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
-from subcog_store.db import recent
+from subcog_store.db import citations, recent
 from subcog_store.db.connection import dict_row, dict_rows
 from subcog_store.db.sqlfiles import q
 from subcog_store.errors import DatabaseError, NotFound
@@ -181,8 +181,9 @@ def retire(con: "apsw.Connection", memory_id: str, status: str, now: str, succes
     return before
 
 
-def link_successor(con: "apsw.Connection", memory_id: str, successor_id: str, now: str) -> Snapshot:
-    """Mark an active memory as outdated by a newer one (it stays searchable, ranked below its successor)."""
+def link_successor(con: "apsw.Connection", memory_id: str, successor_id: str | None, now: str) -> Snapshot:
+    """Mark an active memory as outdated by a newer one (it stays searchable, ranked below its successor);
+    None: current again."""
     before = snapshot(con, memory_id)
     con.execute(q("set_successor"), {"id": memory_id, "successor_id": successor_id, "now": now})
     return before
@@ -218,6 +219,7 @@ def move(con: "apsw.Connection", memory_id: str, domain: str, now: str) -> Snaps
     con.execute(q("move_bits"), {"seq": before.row["seq"], "domain": domain})
     con.execute(q("log_bits"), {"seq": before.row["seq"]})
     recent.move(con, memory_id, domain)
+    citations.move_domain(con, memory_id, domain)
     return before
 
 
@@ -262,6 +264,7 @@ def restore(con: "apsw.Connection", snap: Snapshot) -> None:
     else:
         con.execute(q("restore_memory"), params)
         recent.move(con, row["id"], row["domain"])
+        citations.move_domain(con, row["id"], row["domain"])
     live, parked = snap.vector, snap.parked
     if snap.vector_was_parked:
         found = con.execute(q("parked_vector"), {"seq": row["seq"]}).fetchone()
@@ -357,3 +360,14 @@ def require(con: "apsw.Connection", memory_id: str) -> Memory:
     if memory is None:
         raise NotFound(f"no memory with id {memory_id!r}")
     return memory
+
+
+def produced_by(con: "apsw.Connection", domain: str, session_id: str | None, source: str | None
+                ) -> list[tuple[str, str]]:
+    """(id, namespace) of the active memories of a domain one session or one source produced."""
+    return con.execute(q("produced_by"), {"domain": domain, "session_id": session_id, "source": source}).fetchall()
+
+
+def outdated_by_any(con: "apsw.Connection", memory_ids: list[str]) -> list[str]:
+    """The active memories one of these memories marked as outdated (a changed fact)."""
+    return [r[0] for r in con.execute(q("outdated_by_any"), {"ids": json.dumps(memory_ids)})]

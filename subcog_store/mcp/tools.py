@@ -34,7 +34,8 @@ _ID = {"type": "string", "description": "URN (subcog://...) or id"}
 # name -> (description, input schema, read-only). Short: the client sends them to the model every session.
 TOOLS: dict[str, tuple[str, dict[str, Any], bool]] = {
     "search": ("Search this project's memories from earlier sessions (decisions, learnings, patterns, ...). One "
-               "line per memory: URN, namespace, score, text; OUTDATED marks a fact a newer memory replaced.",
+               "line per memory: URN, namespace, score, text; OUTDATED marks a fact a newer memory replaced, "
+               "POSSIBLY OUTDATED one the code it cites no longer bears out.",
                {"type": "object", "properties": {
                    "query": {"type": "string"},
                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": 5},
@@ -209,6 +210,7 @@ class Tools:
             m = h.memory
             cos = f" cos {h.similarity:.2f}" if h.similarity is not None else ""
             old = f" OUTDATED (updated by {h.outdated_by})" if h.outdated_by else ""
+            old += f" POSSIBLY OUTDATED ({_one_line(h.code_mark, 200)})" if h.code_mark else ""
             lines.append(f"- {m.urn} [{m.namespace}] {h.score:.4f}{cos}{old}: {_one_line(m.content)}")
         how = found.method + (f"; {found.note}" if found.note else "")
         head = f"{len(lines)} {'memory' if len(lines) == 1 else 'memories'} of this project ({how})" + \
@@ -235,7 +237,10 @@ class Tools:
         lines = [m.urn, " · ".join(facts)]
         if m.successor_id:
             lines.append(f"OUTDATED: updated by {m.successor_id}")
+        from subcog_store.db import citations
         from subcog_store.text.redact import shown
+
+        lines += citations.describe(citations.of_memory(self.store.con, m.id))
 
         return "\n".join([*lines, "", shown(m.content) or ""])
 
@@ -250,6 +255,10 @@ class Tools:
             session = None
         result = self.store.capture(content, namespace, self.domain, importance=importance, tags=tags,
                                       source="mcp", session_id=session)
+        if result.stored and result.memory_id:
+            from subcog_store.code.record import cite_new
+
+            cite_new(self.store.core, [result.memory_id], self.cwd or os.getcwd(), self.domain, time.monotonic() + 2.0)
         return describe(result)
 
     def _forget(self, id: str, reason: str | None = None) -> str:  # noqa: A002

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from subcog_store.clock import iso, parse_iso
-from subcog_store.db import memories, recall_log
+from subcog_store.db import citations, memories, recall_log
 from subcog_store.db.connection import immediate
 from subcog_store.db.deferred import Write, write_now
 from subcog_store.db.memories import Memory
@@ -62,12 +62,14 @@ class Recall:
         return tokens(self.text)
 
 
-def line(memory: Memory, outdated: bool = False) -> str:
-    """One memory as one line: namespace, text (cut), URN."""
+def line(memory: Memory, outdated: bool = False, code_mark: str | None = None) -> str:
+    """One memory as one line: namespace, text (cut), URN; and why it may be outdated, when it may be."""
     from subcog_store.text.redact import shown_line   # imported when something is injected: most prompts get nothing
 
     text = shown_line(memory.content, LINE_CHARS)
     note = f" (earlier fact; updated by {memory.successor_id})" if outdated else ""
+    if code_mark:
+        note += f" (possibly outdated: {code_mark[:LINE_CHARS]})"
     return f"- [{memory.namespace}] {text} ({memory.urn}){note}"
 
 
@@ -126,8 +128,10 @@ def holds_the_words(coverage: float, similarity: float | None, level: float | No
     return coverage >= COVERAGE_GATE and similarity >= max(COVERAGE_FLOOR, level)
 
 
-def prompt_context(store: "Core", prompt: str, domain: str, session_id: str | None, use_model: bool) -> Recall:
-    """The memories relevant to a prompt that clear the abstain gate (see the module docstring)."""
+def prompt_context(store: "Core", prompt: str, domain: str, session_id: str | None, use_model: bool,
+                   header: str = PROMPT_HEADER) -> Recall:
+    """The memories relevant to a prompt that clear the abstain gate (see the module docstring); `header`
+    heads them (a failed command's error is searched the same way)."""
     s = store.settings
     state = SessionState(store, session_id)
     budget = state.budget(store, int(s.recall_prompt_tokens))
@@ -148,15 +152,15 @@ def prompt_context(store: "Core", prompt: str, domain: str, session_id: str | No
     recall = Recall(method=found.method)
     lines: list[str] = []
     for h in gate[: int(s.recall_prompt_limit)]:
-        candidate = line(h.memory, outdated=bool(h.outdated_by))
-        if tokens("\n".join([PROMPT_HEADER, *lines, candidate])) > budget:
+        candidate = line(h.memory, outdated=bool(h.outdated_by), code_mark=h.code_mark)
+        if tokens("\n".join([header, *lines, candidate])) > budget:
             recall.reason = "token budget"
             break
         lines.append(candidate)
         recall.memory_ids.append(h.memory.id)
         recall.scores.append(round(h.similarity if found.method == "hybrid" else (h.text_match or 0.0), 4))
     if lines:
-        recall.text = "\n".join([PROMPT_HEADER, *lines])
+        recall.text = "\n".join([header, *lines])
     elif recall.reason is None:
         recall.reason = "abstained: nothing relevant enough" if found.hits else "abstained: nothing found"
     if found.note and found.method == "text":
@@ -175,7 +179,8 @@ def start_index(store: "Core", domain: str, session_id: str | None, budget_token
         return Recall(method="index", reason="token budget used up")
     now = store.clock()
     rows = memories.most_important(store.con, domain, INDEX_CANDIDATES)
-    current = [m for m in rows if not m.successor_id and not state.excluded(m)]
+    marked = citations.marks(store.con, [m.id for m in rows])   # the code no longer bears them out
+    current = [m for m in rows if not m.successor_id and m.id not in marked and not state.excluded(m)]
 
     def weight(m: Memory) -> float:
         age_days = max(0.0, now - parse_iso(m.created_at)) / 86400

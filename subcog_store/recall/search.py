@@ -3,7 +3,8 @@
 Candidates are the vec0 KNN of the prompt's embedding (the prompt as typed: MiniLM reads a question better than
 its keywords) and the FTS5 matches of the prompt's content words (`recall.query`: no question words, no
 conversational frame); each is scored by `recall.fusion` (cosine plus the IDF-weighted share of the content
-words it holds). A memory outdated by a newer one (a changed fact) never ranks above its successor. Without the
+words it holds). A memory outdated by a newer one (a changed fact) never ranks above its successor; one whose
+cited code no longer bears it out (a mark of `code.verify`) ranks below every current one. Without the
 model the text side answers alone (`method` says so). `extra_domains` searches more scopes beside the project's
 with the same ranking (a user scope of preferences); a lower-ranked source passes its weight to
 `fusion.score`.
@@ -15,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
-from subcog_store.db import memories as db_memories, search as db_search, vectors
+from subcog_store.db import citations, memories as db_memories, search as db_search, vectors
 from subcog_store.db.connection import read_snapshot
 from subcog_store.db.memories import Memory
 from subcog_store.errors import InvalidInput
@@ -43,6 +44,7 @@ class Hit:
     text_rank: int | None = None
     coverage: float = 0.0                # IDF-weighted share of the prompt's content words the memory holds
     outdated_by: str | None = None       # the newer memory that changed this fact
+    code_mark: str | None = None         # why the code it cites may no longer bear it out (ranked below current)
     source_weight: float = 1.0           # below 1 for a lower-ranked source
 
     @property
@@ -57,13 +59,15 @@ class Hit:
                 "score": round(self.score, 6), "created_at": m.created_at, "status": m.status}
         if self.outdated_by or m.successor_id:
             data["successor_id"] = m.successor_id
+        if self.code_mark:
+            data["possibly_outdated"] = self.code_mark
         if explain:
             data["components"] = {
                 "similarity": None if self.similarity is None else round(self.similarity, 4),
                 "vector_rank": self.vector_rank, "text_rank": self.text_rank,
                 "text_match": None if self.text_match is None else round(self.text_match, 3),
                 "coverage": round(self.coverage, 4), "importance": round(m.importance, 3),
-                "outdated_by": self.outdated_by}
+                "outdated_by": self.outdated_by, "code_mark": self.code_mark}
         return data
 
 
@@ -116,6 +120,7 @@ def search(store: "Store", query: str, *, domain: str, namespace: str | None = N
             vector_ids = _with_retired(store, vector, vector_ids, text_ids)
         ids = list(dict.fromkeys([mid for mid, _ in vector_ids] + text_ids))
         memories = db_memories.by_ids(store.con, ids)
+        marks = citations.marks(store.con, ids)
         weights = {term: fusion.idf(docs, total) for term, docs, total in db_search.term_counts(store.con, words)} \
             if words else {}
         hits = _hits(store, vector, vector_ids, text_ids, memories)
@@ -129,7 +134,9 @@ def search(store: "Store", query: str, *, domain: str, namespace: str | None = N
         h.text_match = len(query_words & words_held) / len(query_words) if query_words else 0.0
         if h.memory.successor_id and (h.memory.successor_id in current or include_all):
             h.outdated_by = h.memory.successor_id
+        h.code_mark = marks.get(h.memory.id)
     ranked = fusion.rank(kept)
+    ranked.sort(key=lambda h: h.code_mark is not None)   # stable: a memory the code contradicts, below current
     return SearchResult(ranked[:limit], "hybrid" if vector is not None else "text", note,
                         (time.perf_counter() - started) * 1000, {"vector": len(vector_ids), "text": len(text_ids)},
                         [sim for _, sim in vector_ids])

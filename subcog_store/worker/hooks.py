@@ -24,7 +24,8 @@ from subcog_store.worker import protocol as wire
 log = logging.getLogger("subcog_store.worker")
 hook_log = logging.getLogger("subcog_store.hook")
 BACKGROUND_EVENTS = ("pre-compact", "session-end")   # transcript captures: pending first, so none is lost
-RECALL_EVENTS = ("session-start", "user-prompt-submit")   # answered before their recall_log row is written
+# answered before their recall_log row is written
+RECALL_EVENTS = ("session-start", "user-prompt-submit", "post-tool-use", "post-tool-use-failure")
 
 
 class Answer:

@@ -23,8 +23,9 @@ instruction, which the client appends as "Additional Instructions"), the summary
 `lasting_facts`, as an obedient summarizer would; otherwise it has none.
 
 A main-loop request (one that carries `tools`) is answered by the first turn whose `match` is in the latest user
-message that holds a script marker. A turn with `steps` walks them in order: a `tool` step is a `tool_use` of the
-subcog MCP server's tool of that short name (`mcp__subcog__search`, a plugin's `mcp__plugin_subcog_subcog__search`:
+message that holds a script marker. A turn with `steps` walks them in order: a `builtin` step is a `tool_use` of
+one of the client's own tools (`{"builtin": "Read", "input": {"file_path": ...}}`), done once it was called; a
+`tool` step is a `tool_use` of the subcog MCP server's tool of that short name (`mcp__subcog__search`, a plugin's `mcp__plugin_subcog_subcog__search`:
 the name taken from the request), done once the assistant has called it; when the client offers the tool only as a
 deferred tool (named in the messages, loaded with ToolSearch) the answer first calls `ToolSearch` with
 "select:<name>"; a tool the client does not offer at all is answered with the text "TOOL-NOT-OFFERED <name>", so the
@@ -122,7 +123,15 @@ def plan_step(turn: dict, called: list[str], body: dict) -> tuple[dict, dict]:
     loading it with ToolSearch when the client offers it as a deferred tool only), or a text saying the tool is
     not offered. Returns (block spec, record extras)."""
     steps = turn.get("steps") or [{"text": turn.get("text", "")}]
+    offered = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
     for step in steps:
+        if "builtin" in step:   # a tool of the client's own (Read, Bash): called once, as the step says
+            if step["builtin"] in called:
+                continue
+            if step["builtin"] in offered:
+                return {"type": "tool_use", "name": step["builtin"], "input": step.get("input", {}),
+                        "say": step.get("say", "Let me look.")}, {}
+            return {"type": "text", "text": f"TOOL-NOT-OFFERED {step['builtin']}"}, {"tool_missing": step["builtin"]}
         if "tool" not in step:
             return {"type": "text", "text": step.get("text", "")}, {}
         short = step["tool"]
@@ -133,7 +142,6 @@ def plan_step(turn: dict, called: list[str], body: dict) -> tuple[dict, dict]:
             return {"type": "tool_use", "name": name, "input": step.get("input", {}),
                     "say": step.get("say", "Let me use the memory store.")}, {}
         deferred = deferred_name(body, short)
-        offered = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
         if "ToolSearch" in offered and deferred and called.count("ToolSearch") < 3:
             return {"type": "tool_use", "name": "ToolSearch", "input": {"query": f"select:{deferred}"},
                     "say": "Loading the tool."}, {"deferred": deferred}

@@ -51,6 +51,8 @@ REPORT_MARK = "subcog memory report from before this compaction"
 INDEX_MARK = "Memories of this project from earlier sessions (subcog"
 PROMPT_MARK = "Memories from earlier sessions of this project that may bear on this prompt (subcog)"
 FACTS_HEADING = "Lasting facts (for subcog)"
+TOUCH_MARK = "about config/app.yaml (subcog)"        # code/touch.py's header for the cited file
+ERROR_MARK = "that may explain this error (subcog)"
 INVALID = [r"Hook JSON output validation failed", r"hook_output_schema_invalid", r"Invalid hook output",
            r"PreCompact \[[^\]]*\] failed"]
 
@@ -77,6 +79,13 @@ CI = ("Learned that the integration tests need the Postgres 16 service container
       "generated columns fails.")
 LOGGING = ("Convention: every service logs JSON lines to stdout, with the request id in the field request_id, so the "
            "log pipeline can join them.")
+# cites a file of the project (config/app.yaml): recalled when the model reads that file
+CONFIG = ("Learned that `session_ttl` is 90 in config/app.yaml, so an idle checkout session expires after a minute "
+          "and a half.")
+PROJECT_FILES = {"config/app.yaml": "# checkout service settings\nsession_ttl: 90\npool_size: 20\n",
+                 "README.md": "# checkout\n\nThe checkout service.\n"}
+FAILING_COMMAND = ("echo 'ERROR: the generated columns test fails: this Postgres 15 service container is too old' >&2; "
+                   "exit 1")
 # only in the compaction summary's lasting facts, never said in the conversation
 NOVEL = ("The staging Postgres of the checkout service listens on port 6543 and is reachable only through the "
          "bastion host db-bastion-2.")
@@ -114,7 +123,7 @@ SCRIPT = {
         {"match": "[A1]", "text": "The pool is capped at 5 connections, far too small for checkout.\n\n" + PGB
                                   + "\n\n" + ORM},
         {"match": "[A2]", "text": "Two more things.\n\n" + REPO + "\n\nTo repeat the earlier point:\n\n" + PGB
-                                  + "\n\n" + MIGRATIONS},
+                                  + "\n\n" + MIGRATIONS + "\n\n" + CONFIG},
         {"match": "[A3]", "text": REDIS + "\n\n" + TIMEOUT},
         # reports a large usage: the client compacts automatically before its next request
         {"match": "[A4]", "text": "I read the log.\n\n" + HEALTH + "\n\n" + RETRY, "input_tokens": 72000},
@@ -125,6 +134,14 @@ SCRIPT = {
                                     {"text": "The store says we use PgBouncer in transaction mode."}]},
         {"match": "[M2]", "steps": [{"tool": "remember", "input": {"content": REMEMBERED, "namespace": "decisions"}},
                                     {"text": "Stored."}]},
+        # recall on touch: the model reads a cited file, then another one, then runs a command that fails
+        {"match": "[T1]", "steps": [{"builtin": "Read", "input": {"file_path": "{PROJECT}/config/app.yaml"}},
+                                    {"text": "Read it."}]},
+        {"match": "[T2]", "steps": [{"builtin": "Read", "input": {"file_path": "{PROJECT}/README.md"}},
+                                    {"text": "Read it."}]},
+        {"match": "[T3]", "steps": [{"builtin": "Bash", "input": {"command": FAILING_COMMAND,
+                                                                  "description": "Run the check"}},
+                                    {"text": "It failed."}]},
         {"match": "[N1]", "text": PGB + "\n\n" + ORM},
         {"match": "[N2]", "text": REDIS},
     ],
@@ -137,6 +154,9 @@ PROMPTS = {
     "A5": "[A5] Thanks. Anything about CI or logging?",
     "M1": "[M1] Search the subcog memory store for what we decided about connection pooling.",
     "M2": "[M2] Remember for this project when the nightly sales report job runs.",
+    "T1": "[T1] Please open the file I mentioned earlier.",
+    "T2": "[T2] And now the other one.",
+    "T3": "[T3] Now run the check.",
     "N1": "[N1] The checkout service keeps timing out. Look at the database layer.",
     "N2": "[N2] And the session cache?",
 }
@@ -341,7 +361,7 @@ class Project:
             os.makedirs(d, exist_ok=True)
         os.chmod(self.run, 0o700)
         self.subcog = os.path.join(CHECKOUT, ".venv", "bin", "subcog-store")
-        self.api = FakeAPI(self.dir, script)
+        self.api = FakeAPI(self.dir, json.loads(json.dumps(script).replace("{PROJECT}", self.proj)))
         self.sessions: list[Session] = []
 
     def env(self) -> dict:
@@ -391,6 +411,13 @@ class Project:
 
     def setup(self) -> str:
         self.api.start()
+        for rel, text in PROJECT_FILES.items():   # the project's code: what memories cite (a git repository)
+            os.makedirs(os.path.dirname(os.path.join(self.proj, rel)), exist_ok=True)
+            with open(os.path.join(self.proj, rel), "w") as fh:
+                fh.write(text)
+        git = ["git", "-c", "user.name=e2e", "-c", "user.email=e2e@example.com", "-C", self.proj]
+        for cmd in (["init", "-q"], ["add", "config", "README.md"], ["commit", "-q", "-m", "start"]):
+            subprocess.run(git + cmd, env=self.env(), capture_output=True, timeout=60, check=True)
         if self.plugin:
             return self.install_plugin()
         out = subprocess.run([self.subcog, "install-hooks", "--project", self.proj], env=self.env(),
@@ -488,7 +515,7 @@ class Project:
 class Session:
     """One headless client process, fed one prompt at a time (stream-json in and out)."""
 
-    def __init__(self, project: Project, label: str, extra_args: list[str] = ()):
+    def __init__(self, project: Project, label: str, extra_args: list[str] = (), env: dict | None = None):
         self.p, self.label = project, label
         self.debug = os.path.join(project.out, f"{label}.debug.log")
         self.out_path = os.path.join(project.out, f"{label}.stream.jsonl")
@@ -499,7 +526,7 @@ class Session:
         cmd = [project.claude, "-p", "--input-format", "stream-json", "--output-format", "stream-json",
                "--verbose", "--debug-file", self.debug, *extra_args]
         self.req_start = len(project.api.requests())
-        self.proc = subprocess.Popen(cmd, cwd=project.proj, env=project.env(), stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen(cmd, cwd=project.proj, env={**project.env(), **(env or {})}, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=open(self.out_path + ".stderr", "w"),
                                      start_new_session=True)   # its own process group: hooks and MCP server too
         self.reader = threading.Thread(target=self._read, daemon=True)
@@ -652,10 +679,12 @@ def check_registration(r: Results, p: Project) -> None:
             "SessionStart startup": (cmds("SessionStart", "startup"), "session-start"),
             "SessionStart compact": (cmds("SessionStart", "compact"), "session-start"),
             "SessionEnd": (cmds("SessionEnd"), "session-end"),
-            "UserPromptSubmit": (cmds("UserPromptSubmit"), "user-prompt-submit")}
+            "UserPromptSubmit": (cmds("UserPromptSubmit"), "user-prompt-submit"),
+            "PostToolUse Read, Edit": (cmds("PostToolUse", "Read") + cmds("PostToolUse", "Edit"), "post-tool-use"),
+            "PostToolUseFailure Bash": (cmds("PostToolUseFailure", "Bash"), "post-tool-use-failure")}
     missing = [k for k, (cs, sub) in want.items() if not any(c.split()[-1:] == [sub] for c in cs)]
     r.check("install-hooks registers every hook (PreCompact, SessionStart startup+compact, SessionEnd, "
-            "UserPromptSubmit)", not missing,
+            "UserPromptSubmit, PostToolUse, PostToolUseFailure)", not missing,
             (f"missing: {missing}\n" if missing else "") + f"{p.settings_path}: hooks = " +
             json.dumps({e: [(g.get('matcher'), [h.get('command', '').split()[-1] for h in g.get('hooks', [])])
                             for g in gs] for e, gs in hooks.items()}))
@@ -1012,6 +1041,7 @@ def scenario_main(root: str, claude: str, r: Results, plugin: bool = False) -> t
                 (f"request #{res['seq']} tool_result is_error={res['block'].get('is_error')}: {clip(text, 200)}\n"
                  if res else "no tool_result for it in a later request\n") + f"memories holding it: {json.dumps(rows)}")
         b.close()
+        logs.append(touch_session(r, p))
         r.info("requests the fake API got (main)", "; ".join(
             f"#{x['seq']} {x['kind']}{(' ' + x['turn']) if x.get('turn') else ''}"
             f"{(' tool_use ' + x['tool_use']['name']) if x.get('tool_use') else ''}" for x in p.requests()
@@ -1020,6 +1050,58 @@ def scenario_main(root: str, claude: str, r: Results, plugin: bool = False) -> t
         p.stop()
         r.info(f"warm worker ({p.name})", getattr(p, "worker_stop", "?"))
     return p, logs
+
+
+def tool_exchange(p: Project, step: Step, tool: str) -> tuple[dict | None, dict | None]:
+    """(the tool_use of `tool` the fake model sent, the request that carried its result)."""
+    use = None
+    for req in p.requests(step, "turn"):
+        if req.get("tool_use") and req["tool_use"]["name"] == tool:
+            use = req["tool_use"]
+        elif use and any(isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") == use["id"]
+                         for m in req["body"].get("messages") or [] if isinstance(m.get("content"), list)
+                         for b in m["content"]):
+            return use, req
+    return use, None
+
+
+def touch_session(r: Results, p: Project) -> str:
+    """Session C (no session-start index, so nothing is given before): a Read of the cited file carries its memory
+    in the next request, a Read of another file carries none, a failed command carries what explains it."""
+    cited = p.sql("select c.kind, c.path, c.name, c.value, m.content from citations c join memories m on "
+                  "m.id = c.memory_id where c.path = 'config/app.yaml'")
+    c = Session(p, "session-C", ["--allowedTools", "Read,Bash"], env={"SUBCOG_RECALL_START_TOKENS": "0"})
+
+    def exchange(label: str, tool: str, mark: str) -> tuple[list[str], list[str], str]:
+        step = c.send(label, PROMPTS[label])
+        use, req = tool_exchange(p, step, tool)
+        part = new_part(req["body"]) if req else []
+        got = list(strings_with(part, mark))
+        leaked = list(strings_with(part, "(subcog)")) + list(strings_with(part, "subcog://"))
+        ev = (f"tool_use {tool} {clip(json.dumps(use['input']), 160)}\n" if use else f"no {tool} tool_use sent\n")
+        ev += (f"request #{req['seq']}: " + (clip(around(got[0], "Memories from", 0, 400), 360) if got else
+                                            "no memory after the tool result") if req else "no request with the result")
+        return got, leaked if req else ["no request"], ev
+
+    got, _, ev = exchange("T1", "Read", TOUCH_MARK)
+    log = p.sql("select hook, memory_ids, reason, duration_ms from recall_log where hook like 'post-tool-use%' "
+                "order by id")
+    r.check("recall on touch: the request after a Read of a cited file carries its memory (PostToolUse)",
+            bool(got) and any(CONFIG.replace("`", "")[:50] in g.replace("`", "") for g in got),
+            f"citations of config/app.yaml: {[(x['kind'], x['name'], x['value']) for x in cited]}\n{ev}\n"
+            f"recall_log: {log}")
+    _, leaked, ev = exchange("T2", "Read", TOUCH_MARK)
+    log = p.sql("select hook, memory_ids, reason from recall_log where hook like 'post-tool-use%' order by id desc "
+                "limit 1")
+    r.check("recall on touch: the request after a Read of another file carries no memory", not leaked,
+            f"{ev}\nthe tool result's part holds {'no memory' if not leaked else clip(leaked[0], 200)}\n"
+            f"recall_log: {log}")
+    got, _, ev = exchange("T3", "Bash", ERROR_MARK)
+    log = p.sql("select hook, memory_ids, reason from recall_log where hook like 'post-tool-use-failure%'")
+    r.check("recall on a failed command: the request after it carries the memory that explains it "
+            "(PostToolUseFailure)", bool(got) and any(CI[:50] in g for g in got), f"{ev}\nrecall_log: {log}")
+    c.close()
+    return c.debug
 
 
 def mcp_permission(p: Project) -> list[str]:
