@@ -203,6 +203,22 @@ def test_a_project_outside_git(code_store, clock, tmp_path):
     assert found == {"ttl": code_repo.STALE["ttl"], "export": "lib/legacy_export.py no longer exists"}
 
 
+def test_a_session_at_the_file_system_root_or_home_has_no_project(code_store, clock, tmp_path, monkeypatch):
+    """A session started in / or in the home directory: nothing is walked or searched for citations."""
+    from subcog_store.code.record import cite_new
+    from subcog_store.code.tree import code_root
+
+    home = tmp_path / "home"
+    (home / "work" / "proj").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    assert code_root("/") is None and code_root(home) is None
+    assert code_root(home / "work" / "proj") == (home / "work" / "proj").resolve()
+    ids = capture_all(code_store, clock)
+    assert cite_new(code_store, list(ids.values()), "/", DOMAIN, 60.0) is None
+    assert cite_new(code_store, list(ids.values()), str(home), DOMAIN, 60.0) is None
+    assert citations.marks(code_store.con, ids.values()) == {}
+
+
 def test_a_detached_head_and_a_shallow_clone(code_store, clock, tmp_path, caplog):
     origin = tmp_path / "origin"
     code_repo.build(origin)

@@ -133,7 +133,8 @@ def capture_summary(source: Source, summary: str | None, options: HookOptions, r
         candidates = extract_candidates([text], min_confidence=options.min_confidence)
         run.redacted = sum(c.redacted for c in candidates)
         _capture_all(run, store, candidates, options, deadline)
-        cite_new(store.core, [] if options.dry_run else run.stored, options.cwd, options.domain, deadline)
+        cite_new(store.core, [] if options.dry_run else run.stored, options.cwd, options.domain,
+                 deadline - options.clock())
         if not options.dry_run:
             keep_to_budget(store, deadline, grace=SAVE_GRACE_SECS, clock=options.clock)
             try:
@@ -190,7 +191,8 @@ def _capture_transcript(run: Run, options: HookOptions, started: float, deadline
         candidates, skipped = _skip_done(candidates, at)
         run.redacted = sum(c.redacted for c in candidates)
         stopped = _capture_all(run, store, candidates, options, deadline)
-        cite_new(store.core, [] if options.dry_run else run.stored, options.cwd, options.domain, deadline)
+        cite_new(store.core, [] if options.dry_run else run.stored, options.cwd, options.domain,
+                 deadline - options.clock())
         if stopped is not None:
             resume, run.truncated = min(resume, _resume_at(candidates, stopped, at, skipped)), True
         if options.dry_run:

@@ -32,13 +32,13 @@ def post_tool_use(payload: HookEvent | Mapping, db: Path, store_factory=None, on
     """The memories citing the file a Read or an edit touched, or ""; the arguments as `recall_hooks`'."""
     from subcog_store.code import touch
     from subcog_store.recall import inject
-    from subcog_store.scope import project_root
+    from subcog_store.code.tree import code_root
 
     event = _event("post-tool-use", payload)
     tool = event.tool_name
     if tool not in READ_TOOLS | EDIT_TOOLS or event.file_path is None:
         return ""
-    root = project_root(event.cwd)
+    root = code_root(event.cwd)
     if root is None:
         log.info("post-tool-use: no project directory in the hook input")
         return ""

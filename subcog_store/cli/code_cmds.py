@@ -40,12 +40,14 @@ def _project_args(p: argparse.ArgumentParser) -> None:
 
 
 def _project(args: argparse.Namespace) -> tuple[Path, str]:
-    from subcog_store.scope import domain_for, project_root
+    from subcog_store.code.tree import code_root
+    from subcog_store.scope import domain_for
 
     cwd = args.cwd or os.getcwd()
-    root = project_root(cwd)
+    root = code_root(cwd)
     if root is None:
-        raise InvalidInput(f"{cwd} is not a directory")
+        raise InvalidInput(f"{cwd} is not a project directory (not a directory, or the file system root or the "
+                           "home directory)")
     return root, args.domain or domain_for(cwd)
 
 

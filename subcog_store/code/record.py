@@ -17,17 +17,17 @@ from typing import TYPE_CHECKING
 from subcog_store.clock import iso, parse_iso
 from subcog_store.code import git, verify
 from subcog_store.code.resolve import resolve_many
-from subcog_store.code.tree import CommitTree, Tree, WorkingTree
+from subcog_store.code.tree import CommitTree, Tree, WorkingTree, code_root
 from subcog_store.db import citations
 from subcog_store.db import memories as writer
 from subcog_store.db.connection import immediate
-from subcog_store.scope import project_root
 
 if TYPE_CHECKING:
     from subcog_store.core import Core
 
 log = logging.getLogger("subcog_store.code")
 CITE_BATCH = 200              # memories resolved and written together by `cite`
+CITE_AT_CAPTURE_SECS = 1.0    # what citing may take of a capture hook's budget (`cite` finishes what it left)
 
 
 @dataclass
@@ -65,13 +65,15 @@ def cite_captured(store: "Core", memory_ids: list[str], root: Path, domain: str,
     return report
 
 
-def cite_new(store: "Core", memory_ids: list[str], cwd: str | None, domain: str, deadline: float
+def cite_new(store: "Core", memory_ids: list[str], cwd: str | None, domain: str, seconds: float
              ) -> CiteReport | None:
-    """What memories a capture hook just stored cite in the code of the project `cwd` belongs to (None: nothing
-    to do: no memory, no project, or SUBCOG_CODE_ENABLED=false). Never raises."""
-    root = project_root(cwd) if memory_ids and store.settings.code_enabled else None
+    """What memories a capture just stored cite in the code of the project `cwd` belongs to, within `seconds`
+    and CITE_AT_CAPTURE_SECS (None: nothing to do: no memory, no project, or SUBCOG_CODE_ENABLED=false). Never
+    raises."""
+    root = code_root(cwd) if memory_ids and store.settings.code_enabled and seconds > 0 else None
     if root is None:
         return None
+    deadline = time.monotonic() + min(seconds, CITE_AT_CAPTURE_SECS)
     report = cite_captured(store, memory_ids, root, domain, deadline)
     log.info("citations: %d of %d new memories cite the code (%d citations, %d marked) in %.0f ms",
              report.cited, report.memories, report.citations, len(report.marked), report.ms)

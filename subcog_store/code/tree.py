@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from subcog_store.code import git
+from subcog_store.scope import project_root
 
 log = logging.getLogger("subcog_store.code")
 MAX_FILE_BYTES = 1 << 20       # a file's text is checked up to this size
@@ -29,6 +30,24 @@ MAX_GREP_BYTES = 64 << 20      # text read by the walk's own grep at most
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache",
                        ".pytest_cache", ".tox", ".cache", "dist", "build", "target", "_build", "deps", ".idea",
                        ".next", "vendor"})
+
+
+def code_root(cwd: str | os.PathLike | None) -> Path | None:
+    """The project whose code memories cite (`scope.project_root`: the git top-level holding `cwd`, else `cwd`),
+    or None when there is none or it is the file system's root, the home directory or above it (a session
+    started there has no project: its files are never walked nor searched)."""
+    root = project_root(cwd)
+    if root is None:
+        return None
+    try:
+        home = Path(os.path.realpath(os.path.expanduser("~")))
+    except (OSError, ValueError):
+        home = None
+    if root.parent == root or (home is not None and (root == home or root in home.parents)):
+        log.info("no project: %s is the file system root or the home directory (or above it)",
+                 "/" if root.parent == root else "the home directory")
+        return None
+    return root
 
 
 @dataclass

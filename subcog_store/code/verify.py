@@ -26,11 +26,10 @@ from typing import TYPE_CHECKING
 from subcog_store.clock import iso
 from subcog_store.code import claims, git
 from subcog_store.code.resolve import Index, MAX_SYMBOL_FILES
-from subcog_store.code.tree import WorkingTree
+from subcog_store.code.tree import WorkingTree, code_root
 from subcog_store.db import citations
 from subcog_store.db import locks
 from subcog_store.db.connection import immediate, read_snapshot
-from subcog_store.scope import project_root
 
 if TYPE_CHECKING:
     from subcog_store.core import Core
@@ -229,7 +228,7 @@ def check_at_start(store: "Core", cwd: str | None, domain: str) -> Report | None
     """The session-start check of the project `cwd` belongs to, within SUBCOG_CODE_CHECK_SECS; None when there
     is nothing to check or it failed (the cause logged: the session starts all the same)."""
     seconds = float(store.settings.code_check_secs)   # type: ignore[arg-type]
-    root = project_root(cwd)
+    root = code_root(cwd)
     if root is None or seconds <= 0 or not store.settings.code_enabled:
         return None
     locks.at_most(store.con, seconds)    # another process's write must not hold the session up

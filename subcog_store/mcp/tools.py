@@ -258,7 +258,7 @@ class Tools:
         if result.stored and result.memory_id:
             from subcog_store.code.record import cite_new
 
-            cite_new(self.store.core, [result.memory_id], self.cwd or os.getcwd(), self.domain, time.monotonic() + 2.0)
+            cite_new(self.store.core, [result.memory_id], self.cwd or os.getcwd(), self.domain, 2.0)
         return describe(result)
 
     def _forget(self, id: str, reason: str | None = None) -> str:  # noqa: A002
