@@ -29,7 +29,7 @@ __all__ = ["GuardVerdict", "PhraseSimilarity", "changed_fact", "clear_caches", "
 # cosine of two short phrases as the sentence model embeds them (each alone, unit vectors)
 PhraseSimilarity = Callable[[str, str], float]
 
-SUPPORT_MIN = 0.6   # lexical_support floor for a semantic duplicate (MRPC train)
+SUPPORT_MIN = 0.55  # lexical_support floor for a semantic duplicate (training sets, docs/guard.md)
 CLAUSE_RUN = 3      # this many consecutive content words the other text lacks = an added clause (MRPC train)
 SLOT_MAX = 3        # substitution: at most this many words swapped for a slot
 SLOT_CONTEXT = 4    # ... and at least this many words the same around it
