@@ -134,6 +134,7 @@ def check_library(db: Path, project: Path, domain: str, modules: list, reps: int
 
     rows = []
     with Store(db, fetch_model=False) as store:
+        check_project(store, project, domain, time.monotonic() + 30)   # `age` touched every file after `cite`
         times = []
         for _ in range(reps):
             times.append(check_project(store, project, domain, time.monotonic() + 30).ms)
@@ -151,7 +152,7 @@ def check_library(db: Path, project: Path, domain: str, modules: list, reps: int
             reads.append(report.read)
         rows.append(["50 files edited (a pull)", reps, f"{pct(times, 50):.1f}", f"{pct(times, 95):.1f}",
                      report.files, f"{statistics.median(reads):.0f}", "yes" if report.complete else "no"])
-        times, done = [], []
+        times, done, starts = [], [], []
         for r in range(max(3, reps // 3)):
             stamp = time.time() - 30 - r
             for rel, *_ in modules:
@@ -159,11 +160,14 @@ def check_library(db: Path, project: Path, domain: str, modules: list, reps: int
             report = check_project(store, project, domain, time.monotonic() + BUDGET_MS / 1000)
             times.append(report.ms)
             done.append(report.complete)
+            starts.append(1)
             while not report.complete:   # what the next session starts finish
                 report = check_project(store, project, domain, time.monotonic() + BUDGET_MS / 1000)
+                starts[-1] += 1
         rows.append([f"every file touched (a branch switch), within {BUDGET_MS:.0f} ms", len(times),
                      f"{pct(times, 50):.1f}", f"{pct(times, 95):.1f}", report.files, "as many as fit",
-                     f"{sum(done)} of {len(done)} in one start"])
+                     f"{sum(done)} of {len(done)} in one start; all in {statistics.median(starts):.0f} starts "
+                     f"(median)"])
     return rows
 
 
