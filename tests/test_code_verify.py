@@ -262,6 +262,25 @@ def test_huge_binary_looping_and_outside_files_conclude_nothing(code_store, cloc
     assert "ELOOP" in log or "cannot be read" in log
 
 
+def test_a_read_never_leaves_the_project_through_a_linked_folder_or_file(tmp_path):
+    from subcog_store.code.tree import WorkingTree
+
+    outside, root = tmp_path / "outside", tmp_path / "proj"
+    (outside / "conf").mkdir(parents=True)
+    (outside / "conf/app.yaml").write_text("session_ttl: 90\n")
+    (root / "inner").mkdir(parents=True)
+    (root / "inner/real.yaml").write_text("session_ttl: 120\n")
+    os.symlink(outside / "conf", root / "linked")
+    os.symlink(outside / "conf/app.yaml", root / "inner/app.yaml")
+    os.symlink("real.yaml", root / "inner/alias.yaml")
+    tree = WorkingTree(root, later())
+    assert "points outside the project" in tree.read("linked/app.yaml").problem
+    assert "points outside the project" in tree.read("inner/app.yaml").problem
+    assert "points outside the project" in tree.read("inner/../../outside/conf/app.yaml").problem
+    assert tree.read("inner/alias.yaml").text == "session_ttl: 120\n" == tree.read("inner/real.yaml").text
+    assert tree.read("inner/none.yaml").missing and tree.read("nowhere/none.yaml").missing
+
+
 def test_a_memory_citing_a_thousand_files(code_store, clock, repo):
     for i in range(1000):
         code_repo.write(repo, {f"gen/m{i}.py": f"VALUE_{i} = {i}\n"})

@@ -164,6 +164,7 @@ class WorkingTree(Tree):
         self.is_git = git.is_repository(self.root)
         self._prefix = os.path.join(str(self.root), "")
         self._read_cache: OrderedDict[str, Content] = OrderedDict()
+        self._real_dirs: dict[str, str] = {}     # a folder's real path, resolved once per operation
 
     def _list(self) -> list[str]:
         if self.is_git:
@@ -196,9 +197,8 @@ class WorkingTree(Tree):
         return content
 
     def _read(self, rel: str) -> Content:
-        path = self.root / rel
         try:
-            real = os.path.realpath(path, strict=True)
+            real = self._realpath(self._prefix + rel)
         except FileNotFoundError:
             return Content(problem=f"{rel} does not exist", missing=True)
         except OSError as e:
@@ -219,6 +219,17 @@ class WorkingTree(Tree):
         except OSError as e:
             return Content(problem=f"{rel} cannot be read ({errno.errorcode.get(e.errno, e.errno)})")
         return decode(data, rel)
+
+    def _realpath(self, path: str) -> str:
+        """`os.path.realpath(path, strict=True)`, its folder's part resolved once (a check reads thousands of
+        files of the same few folders): the file's own name is followed only when it is a link."""
+        folder, name = os.path.split(path)
+        if not name or name in (".", "..") or stat.S_ISLNK(os.lstat(path).st_mode):
+            return os.path.realpath(path, strict=True)
+        real = self._real_dirs.get(folder)
+        if real is None:
+            real = self._real_dirs[folder] = os.path.realpath(folder, strict=True)
+        return os.path.join(real, name)
 
     def grep(self, words: list[str]) -> list[tuple[str, str]]:
         if self.is_git:
