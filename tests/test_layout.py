@@ -289,3 +289,44 @@ def test_the_package_list_matches_the_tree() -> None:
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     on_disk = {".".join(p.parent.relative_to(ROOT).parts) for p in PACKAGE.rglob("__init__.py")}
     assert listed - {"subcog_store.sql", "subcog_store.models"} == on_disk
+
+
+def readme_layout() -> str:
+    """The README's layout section (from `## Layout` to the next `## ` heading)."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("\n## Layout\n") + 1:]
+    following = re.search(r"^## ", section[3:], re.MULTILINE)
+    return section[:following.start() + 3] if following else section
+
+
+def readme_layout_modules() -> set[str]:
+    """The modules the layout table names. A cell lists paths relative to subcog_store/; a bare name after one with
+    a folder is in that folder (`db/memories.py`, `vectors.py` -> db/vectors.py), one before any is top level."""
+    listed = set()
+    for line in readme_layout().splitlines():
+        if not line.startswith("| `"):
+            continue
+        folder = ""
+        for name in re.findall(r"`([^`]+\.py)`", line.split("|")[1]):
+            if "/" in name:
+                folder = name.rsplit("/", 1)[0] + "/"
+                listed.add(name)
+            else:
+                listed.add(folder + name)
+    return listed
+
+
+def test_the_readme_layout_lists_every_module_and_only_those() -> None:
+    """Every module has its row (its one job) in the README's layout table, and every row names a module that
+    exists (packages' __init__ modules excepted)."""
+    tree = {str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py") if p.name != "__init__.py"}
+    listed = readme_layout_modules()
+    assert not tree - listed, f"modules without a row in the README's layout table: {sorted(tree - listed)}"
+    assert not listed - tree, f"README layout rows naming no module: {sorted(listed - tree)}"
+
+
+def test_every_long_module_has_its_reason_in_the_readme() -> None:
+    """A module allowed past MAX_LINES is named, with its reason, in the layout section's first paragraph."""
+    first_paragraph = readme_layout().split("\n\n")[1]
+    unnamed = [m for m in LONG_MODULES if f"`{m.removeprefix('subcog_store/')}`" not in first_paragraph]
+    assert not unnamed, f"long modules the README's layout section gives no reason for: {unnamed}"
