@@ -46,3 +46,9 @@ class Core:
 
     def close(self) -> None:
         self.con.close()
+
+    def __enter__(self) -> "Core":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -46,12 +46,13 @@ def _output(event: str, text: str) -> str:
 
 
 def _open(db: Path, environ: Mapping[str, str] | None = None, embedders: str = provider.LOCAL):
-    """The store, or None when there is none yet (a hook never creates one just to read it)."""
-    from subcog_store.store import Store
+    """The store's core, or None when there is none yet (a hook never creates one just to read it). The core, not
+    the `Store` facade: recall needs no capture path (the facade imports the write service, policies, plugins)."""
+    from subcog_store.core import Core
 
     if not Path(db).exists():
         return None
-    return Store(db, fetch_model=False, environ=environ, embedders=embedders)
+    return Core(db, fetch_model=False, environ=environ, embedders=embedders)
 
 
 def _event(name: str, payload: HookEvent | Mapping) -> HookEvent:
@@ -172,7 +173,7 @@ def user_prompt_submit(payload: HookEvent | Mapping, db: Path, use_model: bool =
             try:
                 with read_snapshot(store.con):   # another process's write lock never holds the answer up
                     recall = inject.prompt_context(store, prompt[:MAX_PROMPT_CHARS], domain, session_id,
-                                                   use_model=use_model or store.model_loaded)
+                                                   use_model=use_model or store.vectors.loaded)
             except InvalidInput as e:   # all stopwords, punctuation, a lone surrogate
                 recall = inject.Recall(reason=f"nothing to search: {e}")
         out = _answer(on_answer, "UserPromptSubmit", recall.text)
