@@ -361,9 +361,11 @@ def bad_pending_row(ctx: Ctx) -> Row:
     left = ctx.work / "left.jsonl"
     shutil.copyfile(SAMPLES / "session-a.jsonl", left)
     with apsw.Connection(str(db)) as con:
-        con.execute("insert into hook_pending values ('bad', '/t/x.jsonl', '{truncated', '2000-01-01T00:00:00Z')")
-        con.execute("insert into hook_pending values ('left', ?, ?, '2000-01-01T00:00:00.000Z')",
-                    (str(left), json.dumps({"session_id": "left", "transcript_path": str(left), "cwd": "/"})))
+        # the columns named: later migrations add some (015: deferred, the piece resume) with defaults
+        insert = "insert into hook_pending (session_id, transcript_path, payload, queued_at) values (?, ?, ?, ?)"
+        con.execute(insert, ("bad", "/t/x.jsonl", "{truncated", "2000-01-01T00:00:00Z"))
+        con.execute(insert, ("left", str(left), json.dumps({"session_id": "left", "transcript_path": str(left),
+                                                             "cwd": "/"}), "2000-01-01T00:00:00.000Z"))
     doctor = ctx.cli("--db", str(db), "doctor")
     row.trials += 1
     if b"FAIL no_unreadable_pending_capture" in doctor.stdout and b"FAIL no_capture_left_pending" in doctor.stdout:

@@ -66,12 +66,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--nice", type=int, default=10)
     parser.add_argument("module", help="the bench module, e.g. bench.bench_hook")
+    parser.add_argument("--saved", action="store_true",
+                        help="run nothing: report the outputs kept in bench/out/side_by_side/ (a run cut short)")
     parser.add_argument("args", nargs=argparse.REMAINDER)
     opts = parser.parse_args(argv)
     trees = {"today": ROOT, "baseline": opts.baseline.resolve()}
     commits = {name: subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=tree, capture_output=True,
                                     text=True).stdout.strip() for name, tree in trees.items()}
     OUT.mkdir(parents=True, exist_ok=True)
+    if opts.saved:
+        seen = {name: [figures(p.read_text()) for p in sorted(OUT.glob(f"{opts.module}-{name}-*.txt"))]
+                for name in trees}
+        print(f"{opts.module}: the kept outputs, {len(seen['today'])} of today, {len(seen['baseline'])} of the "
+              "baseline")
+        report(seen, commits)
+        return 0
     print(f"{opts.module} {' '.join(opts.args)}: today {commits['today']} beside {commits['baseline']}, "
           f"{opts.rounds} rounds (A B B A ...), nice {opts.nice}; {platform.machine()}, {os.cpu_count()} cores; "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", flush=True)
@@ -84,6 +93,13 @@ def main(argv: list[str] | None = None) -> int:
             seen[name].append(figures(output))
             print(f"round {r + 1} {name} ({commits[name]}): {seconds:.0f} s, load {load[0]:.1f} -> {load[1]:.1f}",
                   flush=True)
+    report(seen, commits)
+    print(f"\nload average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    return 0
+
+
+def report(seen: dict[str, list[dict]], commits: dict[str, str]) -> None:
+    """The figures both trees gave in every run: medians, the ratio, each run's value."""
     keys = [k for k in seen["today"][0] if all(k in f for runs in seen.values() for f in runs)]
     print("\n| table | row | column | baseline " + commits["baseline"] + " (median) | today " + commits["today"]
           + " (median) | today / baseline | today, each round | baseline, each round |")
@@ -95,8 +111,6 @@ def main(argv: list[str] | None = None) -> int:
         ratio = f"{mt / mb:.2f}" if mb else "-"
         print(f"| {key[0]} | {key[1]} | {key[2]} | {mb:g} | {mt:g} | {ratio} | "
               f"{', '.join(f'{v:g}' for v in today)} | {', '.join(f'{v:g}' for v in base)} |")
-    print(f"\nload average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    return 0
 
 
 if __name__ == "__main__":
