@@ -54,6 +54,7 @@ def build_postgres(url: str, sentences: list[str], vectors: np.ndarray) -> dict:
             copy.set_types(["int8", "text", "text", "vector"])
             for i in range(len(sentences)):
                 copy.write_row((i + 1, NAMESPACE, DOMAIN, Vector(vectors[i])))
+        cur.execute("select setval(pg_get_serial_sequence('memories', 'seq'), %s)", (len(sentences),))
     loaded = time.perf_counter() - t0
     t0 = time.perf_counter()
     con.execute("set maintenance_work_mem = '1GB'")

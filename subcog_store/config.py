@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -251,18 +252,56 @@ def state_dir(environ: Mapping[str, str] | None = None) -> Path:
     return Path(environ.get("XDG_STATE_HOME") or _home(environ) / ".local" / "state") / "subcog-store"
 
 
-def db_path(environ: Mapping[str, str] | None = None) -> Path:
-    """`SUBCOG_DB`, else `$XDG_DATA_HOME/subcog-store/memories.db`."""
+def db_path(environ: Mapping[str, str] | None = None) -> Path | str:
+    """`SUBCOG_DB`, else `$XDG_DATA_HOME/subcog-store/memories.db` (a PostgreSQL store: its connection string)."""
     value = process_setting("db", environ)
-    return Path(str(value)) if value else data_dir(environ) / "memories.db"
+    return db_target(str(value), "SUBCOG_DB") if value else data_dir(environ) / "memories.db"
 
 
-def default_db_path(environ: Mapping[str, str] | None = None) -> Path:
+def default_db_path(environ: Mapping[str, str] | None = None) -> Path | str:
     """`db_path`, its directory created when it is the default one (an explicit SUBCOG_DB is used as given)."""
     path = db_path(environ)
     if not process_setting("db", environ):
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)   # type: ignore[union-attr]
     return path
+
+
+_CONNINFO_KEY = re.compile(r"^\s*[A-Za-z_]+\s*=")
+
+
+def is_postgres(target: object) -> bool:
+    """Whether a `--db` / SUBCOG_DB value names a PostgreSQL store (a URL or a libpq key=value string)."""
+    text = str(target)
+    return text.startswith(("postgresql://", "postgres://")) or bool(_CONNINFO_KEY.match(text))
+
+
+def db_target(value: str, where: str = "--db") -> Path | str:
+    """A `--db` / SUBCOG_DB value: a database file's path, or a PostgreSQL connection string as given. A
+    connection string holding a password is refused (ConfigError): a command line is visible to every user of
+    the machine and kept in shell history, and SUBCOG_DB is written into hook commands; libpq's own places keep
+    it (PGPASSWORD, ~/.pgpass or PGPASSFILE, a service file with `service=NAME`)."""
+    if not is_postgres(value):
+        return Path(value)
+    if conninfo_password(value, where):
+        raise ConfigError(
+            f"{where}: the connection string holds a password; subcog-store never takes one there (a command "
+            "line is visible in `ps` and shell history, and hook commands are written to settings.json). Keep it "
+            "where libpq looks: ~/.pgpass (or PGPASSFILE), a service file (PGSERVICEFILE, then `--db "
+            "service=NAME`), or PGPASSWORD in the environment")
+    return value
+
+
+def conninfo_password(conninfo: str, where: str = "--db") -> bool:
+    """Whether a PostgreSQL connection string holds a non-empty password (ConfigError, quoting none of it,
+    when libpq cannot parse it)."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+    except ImportError:   # no psycopg: the store cannot open anyway; look for the usual forms
+        return bool(re.search(r"://[^/@]*:[^/@]+@|password\s*=", conninfo))
+    try:
+        return bool(conninfo_to_dict(conninfo).get("password"))
+    except Exception:  # noqa: BLE001 - libpq's parse error may quote the string: say nothing of it
+        raise ConfigError(f"{where}: not a usable PostgreSQL connection string (libpq cannot parse it)") from None
 
 
 def hook_log_path(environ: Mapping[str, str] | None = None, fallback: bool = False) -> Path:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from subcog_store.clock import iso
+from subcog_store.config import is_postgres
 from subcog_store.db import files, hook_state, integrity as db_integrity, memories, vectors
 from subcog_store.db.connection import connect, latest_version, schema_version
 from subcog_store.text.normalize import content_hash
@@ -29,7 +30,7 @@ class Finding:
 @contextmanager
 def open_for_doctor(path: Path) -> Iterator["apsw.Connection"]:
     """The database as it is: never migrated (so the schema check can fail), never created."""
-    if not path.exists():
+    if not is_postgres(path) and not Path(path).exists():
         raise NotFound(f"{path} does not exist (run `subcog-store init`)")
     con = connect(path, migrate=False)
     try:
@@ -74,8 +75,8 @@ def diagnose(con: "apsw.Connection", *, worker: bool = False,
             progress(len(findings), CHECKS, check)
 
     version = schema_version(con)
-    findings.append(Finding("schema_version", version == latest_version(),
-                            f"version {version}, latest {latest_version()}"))
+    findings.append(Finding("schema_version", version == latest_version(con),
+                            f"version {version}, latest {latest_version(con)}"))
     integrity = _integrity(con)
     findings.append(Finding("sqlite_integrity", integrity == ["ok"], "; ".join(integrity[:3]) + (
         "" if integrity == ["ok"] else ": the file is damaged, nothing more is written to it; `subcog-store "

@@ -172,12 +172,54 @@ def env() -> Callable[..., dict[str, str]]:
     return settings_env
 
 
+def pytest_configure(config) -> None:
+    config.addinivalue_line("markers", "sqlite_only(why): in a BOTH_BACKENDS module, a test of SQLite itself "
+                                       "(its file, pragmas, migrations, apsw): run on SQLite only")
+
+
+def pytest_generate_tests(metafunc) -> None:
+    """A module that sets BOTH_BACKENDS = True runs each test that opens a store on SQLite and on PostgreSQL
+    (a test marked sqlite_only on SQLite only)."""
+    if "backend" in metafunc.fixturenames and getattr(metafunc.module, "BOTH_BACKENDS", False):
+        only = metafunc.definition.get_closest_marker("sqlite_only")
+        metafunc.parametrize("backend", ["sqlite"] if only else ["sqlite", "postgresql"], indirect=True)
+
+
 @pytest.fixture
-def make_store(tmp_path: Path, embedder: Embedder, clock: FakeClock):
+def backend(request) -> str:
+    """Where `make_store` puts its stores: "sqlite" (a file in tmp_path), or "postgresql" (a fresh database on
+    the test server for each distinct path a test asks for) in a BOTH_BACKENDS module."""
+    return getattr(request, "param", "sqlite")
+
+
+@pytest.fixture
+def store_target(backend: str, tmp_path: Path, request):
+    """`target(path)`: where a store for `path` lives on this test's backend (None: the test's default store)."""
+    made: dict[str, str] = {}
+
+    def target(path: Path | str | None = None) -> Path | str:
+        if backend == "sqlite":
+            return path or tmp_path / "memories.db"
+        if path is not None and str(path) in made.values():
+            return str(path)
+        key = str(path or "default")
+        if key not in made:
+            made[key] = request.getfixturevalue("pg_server").database()
+        return made[key]
+
+    yield target
+    if made:
+        server = request.getfixturevalue("pg_server")
+        for url in made.values():
+            server.drop(url)
+
+
+@pytest.fixture
+def make_store(store_target, embedder: Embedder, clock: FakeClock):
     """A factory of stores: `make_store(environ={...}, path=..., embedder=..., **settings)`; all closed at the end.
 
     `environ` defaults to an empty dict (the developer's os.environ never leaks in); keyword settings are merged
-    in through settings_env().
+    in through settings_env(). In a BOTH_BACKENDS module each path is a database of its own on PostgreSQL.
     """
     opened: list[Store] = []
 
@@ -186,8 +228,7 @@ def make_store(tmp_path: Path, embedder: Embedder, clock: FakeClock):
         merged = dict(environ or {})
         merged.update(settings_env(**settings))
         chosen = embedder_ if embedder_ is not None else (embedder if use_shared_embedder else None)
-        store = Store(path or tmp_path / "memories.db", embedder=chosen, clock=clock, environ=merged,
-                      readonly=readonly)
+        store = Store(store_target(path), embedder=chosen, clock=clock, environ=merged, readonly=readonly)
         opened.append(store)
         return store
 

@@ -14,6 +14,8 @@ from pathlib import Path
 import apsw
 import pytest
 
+BOTH_BACKENDS = True   # each test that opens a store runs on SQLite and on PostgreSQL (conftest.make_store)
+
 import helpers
 from helpers import clean_environ
 from subcog_store.batch.run import dedup, unmerge

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+BOTH_BACKENDS = True   # each test that opens a store runs on SQLite and on PostgreSQL (conftest.make_store)
+
 from subcog_store import review
 from subcog_store.text.changes import supersedes
 

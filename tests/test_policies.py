@@ -9,11 +9,14 @@ from pathlib import Path
 
 import pytest
 
+BOTH_BACKENDS = True   # each test that opens a store runs on SQLite and on PostgreSQL (conftest.make_store)
+
 from subcog_store.dedup import plugins
 from subcog_store.config import Settings
 from subcog_store.doctor import diagnose
 from subcog_store.errors import ConfigError, InvalidInput
 from subcog_store.text.guard import changed_fact
+from subcog_store.db import vectors as db_vectors
 from subcog_store.store import Store
 from subcog_store.text.textsim import word_overlap
 from policy_texts import PLUGINS, NS, A, NEAR, GRAY, MERGEABLE, MERGED, FAR
@@ -60,43 +63,59 @@ def env_of(**settings: object) -> dict[str, str]:
 class Stores:
     """Fresh stores, each in its own file, all closed at the end."""
 
-    def __init__(self, root: Path, embedder, clock):
-        self.root, self.embedder, self.clock, self.opened, self.n = root, embedder, clock, [], 0
+    def __init__(self, target, embedder, clock):
+        self.target, self.embedder, self.clock, self.opened, self.n = target, embedder, clock, [], 0
 
     def __call__(self, **settings: object) -> Store:
         self.n += 1
-        store = Store(self.root / f"s{self.n}.db", embedder=self.embedder, clock=self.clock,
+        store = Store(self.target(f"s{self.n}.db"), embedder=self.embedder, clock=self.clock,
                       environ=env_of(**settings))
         self.opened.append(store)
         return store
 
 
 @pytest.fixture
-def stores(tmp_path: Path, embedder, clock):
-    s = Stores(tmp_path, embedder, clock)
+def stores(store_target, tmp_path: Path, embedder, clock):
+    s = Stores(lambda name: store_target(tmp_path / name), embedder, clock)
     yield s
     for store in s.opened:
         store.close()
 
 
 @pytest.fixture(scope="module")
-def similarity(tmp_path_factory, embedder):
-    """similarity(older, newer): the similarity the store itself computes (vec0 L2 distance -> 1 - d²/2)."""
-    cache: dict[tuple[str, str], float] = {}
-    root = tmp_path_factory.mktemp("sims")
+def similarity_on(tmp_path_factory, embedder, request):
+    """similarity_on(backend)(older, newer): the similarity the store itself computes on that backend (SQLite:
+    vec0 L2 distance -> 1 - d²/2 in float32; PostgreSQL: pgvector's inner product; they may differ in the last
+    float32 bit, so a boundary is tested with the backend's own figure)."""
+    caches: dict[str, dict[tuple[str, str], float]] = {}
+    opened: dict[str, Store] = {}
 
-    store = Store(root / "sims.db", embedder=embedder, environ={})
+    def on(backend: str):
+        cache = caches.setdefault(backend, {})
+        if backend not in opened:
+            target = tmp_path_factory.mktemp("sims") / "sims.db" if backend == "sqlite" else \
+                request.getfixturevalue("pg_server").database(migrated=True)
+            opened[backend] = Store(target, embedder=embedder, environ={})
+        store = opened[backend]
 
-    def measure(older: str, newer: str) -> float:
-        if (older, newer) not in cache:
-            domain = f"pair{len(cache)}"  # one scope per pair: no other memory is near
-            older_id = store.capture(older, NS, domain).memory_id
-            check = store.check_duplicate(newer, NS, domain, log_check=False)
-            [n] = [n for n in check.neighbours if n.memory_id == older_id]
-            cache[(older, newer)] = n.similarity
-        return cache[(older, newer)]
-    yield measure
-    store.close()
+        def measure(older: str, newer: str) -> float:
+            if (older, newer) not in cache:
+                domain = f"pair{len(cache)}"  # one scope per pair: no other memory is near
+                older_id = store.capture(older, NS, domain).memory_id
+                check = store.check_duplicate(newer, NS, domain, log_check=False)
+                [n] = [n for n in check.neighbours if n.memory_id == older_id]
+                cache[(older, newer)] = n.similarity
+            return cache[(older, newer)]
+        return measure
+    yield on
+    for store in opened.values():
+        store.close()
+
+
+@pytest.fixture
+def similarity(similarity_on, backend):
+    """similarity(older, newer) on this test's backend."""
+    return similarity_on(backend)
 
 
 LOG_COLUMNS = ("id", "decided_at", "domain", "namespace", "policy", "decision", "new_content", "new_hash",
@@ -115,7 +134,7 @@ def active_contents(store: Store) -> set[str]:
 
 def in_search(store: Store, memory_id: str) -> bool:
     seq = store.get(memory_id).seq
-    return store.con.execute("select count(*) from memory_vectors_rowids where rowid = ?", (seq,)).fetchone()[0] == 1
+    return db_vectors.searchable(store.con, seq) is not None
 
 
 def capture_pair(store: Store, pair: tuple[str, str], policy: str | None = None, domain: str | None = None, **kw):

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+BOTH_BACKENDS = True   # each test that opens a store runs on SQLite and on PostgreSQL (conftest.make_store)
+
 from conftest import cli_command, clean_environ
 from subcog_store import review
 from subcog_store.errors import InvalidInput

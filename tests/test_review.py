@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+BOTH_BACKENDS = True   # each test that opens a store runs on SQLite and on PostgreSQL (conftest.make_store)
+
 import helpers
 from conftest import all_counts, clean_environ
 from helpers import scrub_environ
@@ -20,6 +22,7 @@ from subcog_store import review
 from subcog_store.clock import iso
 from subcog_store.doctor import diagnose
 from subcog_store.errors import InvalidInput, NotFound
+from subcog_store.db import vectors as db_vectors
 from subcog_store.store import Store
 from policy_texts import PLUGINS, NS, A, NEAR, GRAY, MERGEABLE, MERGED, cmd
 
@@ -37,7 +40,7 @@ def assert_doctor(store: Store) -> None:
 
 def in_search(store: Store, memory_id: str) -> bool:
     seq = store.get(memory_id).seq
-    return store.con.execute("select count(*) from memory_vectors_rowids where rowid = ?", (seq,)).fetchone()[0] == 1
+    return db_vectors.searchable(store.con, seq) is not None
 
 
 def active(store: Store, domain: str | None = None) -> dict[str, str]:
@@ -55,14 +58,14 @@ def snapshot(store: Store) -> tuple:
 
 
 @pytest.fixture
-def stores(tmp_path: Path, embedder, clock):
+def stores(store_target, tmp_path: Path, embedder, clock):
     """stores(name, **settings): a Store on tmp_path/name.db (several with different settings may share a file)."""
     opened: list[Store] = []
 
     def make(name: str = "review", **settings: object) -> Store:
         environ = {"SUBCOG_PLUGIN_TIMEOUT_SECS": "5"}
         environ.update({"SUBCOG_" + k.upper(): str(v) for k, v in settings.items()})
-        store = Store(tmp_path / f"{name}.db", embedder=embedder, clock=clock, environ=environ)
+        store = Store(store_target(tmp_path / f"{name}.db"), embedder=embedder, clock=clock, environ=environ)
         opened.append(store)
         return store
     yield make
@@ -334,7 +337,8 @@ def test_every_decision_is_in_the_log_and_reversible(stores, clock) -> None:
         report = review.reverse(store, ids[decision])
         assert report.changed == (decision != "hash_exact"), (decision, report.message)
         assert_doctor(store)
-    final = dict(store.con.execute("select decision, review_status from v_decisions").fetchall())
+    status_of = dict(store.con.execute("select id, review_status from v_decisions").fetchall())
+    final = {d: status_of[ids[d]] for d in ALL_DECISIONS}   # the decisions reversed (one row of each kind)
     assert final == {d: ("confirmed" if d == "hash_exact" else "reversed") for d in ALL_DECISIONS}
     assert store.con.execute("select count(*) from v_unreviewed").fetchone()[0] == 0
 
@@ -358,6 +362,7 @@ def stock_sqlite3(path: Path, sql: str) -> list[list[str]]:
     return json.loads(out.stdout or "[]")
 
 
+@pytest.mark.sqlite_only("the sqlite3 shell")
 def test_views_readable_from_the_stock_sqlite3_shell(stores, clock) -> None:
     path, ids = every_decision(stores, clock)
     store = stores("all")

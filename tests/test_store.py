@@ -13,6 +13,8 @@ import apsw
 import numpy as np
 import pytest
 
+BOTH_BACKENDS = True   # each test that opens a store runs on SQLite and on PostgreSQL (conftest.make_store)
+
 from conftest import all_counts, count_rows
 from subcog_store.db import connection as db
 from subcog_store.config import MAX_CONTENT_BYTES
@@ -32,9 +34,11 @@ URN = re.compile(r"^subcog://(?P<domain>[^/]+)/(?P<namespace>[a-z-]+)/(?P<id>[0-
 
 
 def vectors_per_active_memory(store: Store) -> dict[str, int]:
+    vectors = "memory_vectors v where v.memory_seq" if getattr(store.con, "dialect", "") == "postgresql" else \
+        "memory_vectors_rowids v where v.rowid"
     return dict(store.con.execute(
-        "select m.id, (select count(*) from memory_vectors_rowids v where v.rowid = m.seq) "
-        "from memories m where m.status = 'active'").fetchall())
+        f"select m.id, (select count(*) from {vectors} = m.seq) from memories m where m.status = 'active'"
+    ).fetchall())
 
 
 # ---------------------------------------------------------------------------------------------- tiers
@@ -83,7 +87,7 @@ def test_recent_capture_blocks_a_capture(store) -> None:
     assert count_rows(store, "memories") == 0
 
 
-def test_unique_runs_all_three_tiers(store) -> None:
+def test_unique_runs_all_three_tiers(store, backend) -> None:
     store.capture(A, "decisions")
     result = store.check_duplicate(UNRELATED, "decisions")
     assert not result.is_duplicate and result.reason is None and result.matched_urn is None
@@ -91,7 +95,7 @@ def test_unique_runs_all_three_tiers(store) -> None:
     assert result.tier_errors == {}
     assert set(result.tier_ms) == {"exact", "semantic", "recent"}
     assert all(n.similarity < 0.5 for n in result.neighbours)  # nothing near: only the floor's neighbours count
-    assert result.knn == "complete"
+    assert result.knn == ("complete" if backend == "sqlite" else "exact scan")   # a few vectors: scanned
 
 
 def test_result_fields_and_urn(store) -> None:
@@ -533,6 +537,7 @@ def test_missing_directory_is_a_database_error(tmp_path: Path, embedder) -> None
     assert not (tmp_path / "missing").exists()
 
 
+@pytest.mark.sqlite_only("SQLite's user_version (PostgreSQL's: test_postgres_schema)")
 def test_newer_schema_is_refused(tmp_path: Path, make_store) -> None:
     store = make_store()
     store.con.execute(f"pragma user_version = {db.latest_version() + 1}")
@@ -593,6 +598,7 @@ def test_readonly_file_permissions(make_store, tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------------------------------------- migrations
 
+@pytest.mark.sqlite_only("SQLite's migrations")
 def test_migration_from_version_1(tmp_path: Path, make_store) -> None:
     path = tmp_path / "old.db"
     con = db.connect(path, migrate=False)
@@ -617,6 +623,7 @@ def test_migration_from_version_1(tmp_path: Path, make_store) -> None:
     assert db.migrate_to_latest(store.con) == []  # idempotent
 
 
+@pytest.mark.sqlite_only("SQLite's sign bits")
 def test_migration_008_derives_the_sign_bits_of_every_vector(tmp_path: Path, make_store, embedder) -> None:
     """A store of version 7 has float vectors only: the migration adds their sign bits, so the semantic tier
     finds the same neighbour before and after, and doctor passes."""
@@ -785,6 +792,7 @@ def test_exact_hit_never_loads_the_model(make_store, tmp_path: Path) -> None:
     assert not fresh.loaded
 
 
+@pytest.mark.sqlite_only("apsw's exec trace")
 def test_identical_text_committed_between_semantic_and_recent_tiers(make_store, tmp_path: Path) -> None:
     """Another process commits the same (short) text after this check's exact tier and before its recent tier.
 

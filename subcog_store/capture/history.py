@@ -26,6 +26,7 @@ from typing import Any, Callable, Iterator
 
 from subcog_store.capture.run import HookOptions, Run, Source
 from subcog_store.capture.session import capture_source
+from subcog_store.config import is_postgres
 from subcog_store.db import hook_state
 from subcog_store.db.hook_state import Resume
 from subcog_store.model import provider
@@ -182,7 +183,8 @@ class Importer:
 
     def __init__(self, db: Path, root: Path, *, dry_run: bool = False, environ: dict[str, str] | None = None,
                  progress: Callable[[int, str], None] | None = None):
-        self.db, self.root, self.dry_run, self.environ = Path(db), root, dry_run, environ
+        self.db, self.root, self.dry_run, self.environ = (db if is_postgres(db) else Path(db)), root, dry_run, \
+            environ
         self.report = Report(str(root), dry_run)
         self.progress = progress or (lambda done, detail: None)
         self.done = 0
@@ -201,7 +203,7 @@ class Importer:
         """Import every transcript; a store that cannot be opened raises (nothing was read)."""
         from subcog_store.store import Store
 
-        store = None if self.dry_run and not self.db.exists() else Store(self.db, readonly=self.dry_run)
+        store = None if self.dry_run and not is_postgres(self.db) and not self.db.exists() else Store(self.db, readonly=self.dry_run)
         try:
             for path in walk(self.root, self.report):
                 found = sniff(path)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Mapping
 
 from subcog_store.claude_code.events import HookEvent
+from subcog_store.config import is_postgres
 from subcog_store.clock import iso
 from subcog_store.worker.protocol import HOOK_BUDGET_SECS
 from subcog_store.db import deferred, hook_state
@@ -50,7 +51,7 @@ def _open(db: Path, environ: Mapping[str, str] | None = None, embedders: str = p
     the `Store` facade: recall needs no capture path (the facade imports the write service, policies, plugins)."""
     from subcog_store.core import Core
 
-    if not Path(db).exists():
+    if not is_postgres(db) and not Path(db).exists():
         return None
     return Core(db, fetch_model=False, environ=environ, embedders=embedders)
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
 
-from subcog_store.config import default_db_path, process_setting, process_setting_or_default
+from subcog_store.config import db_target, default_db_path, process_setting, process_setting_or_default
 from subcog_store.model import provider
 
 
@@ -31,8 +31,8 @@ class HookRequest:
                    opts.get("format") or "default", **given)
 
     @property
-    def db_path(self) -> Path:
-        return Path(self.db) if self.db else default_db_path(self.environ)
+    def db_path(self) -> Path | str:
+        return db_target(self.db) if self.db else default_db_path(self.environ)
 
     def budget(self, warn: Callable[[str], None] | None = None) -> float:
         """The seconds this run may take: raises ConfigError naming a setting that does not parse, or, given

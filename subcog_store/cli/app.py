@@ -22,11 +22,12 @@ Handler = Callable[[argparse.Namespace], int]
 MAX_STDIN = 64 << 20     # a text or JSONL read from stdin is bounded before it is read
 
 
-def db_path(args: argparse.Namespace) -> Path:
-    """--db, else SUBCOG_DB, else the XDG data directory (created when it is the default)."""
-    from subcog_store.config import default_db_path
+def db_path(args: argparse.Namespace) -> Path | str:
+    """--db, else SUBCOG_DB, else the XDG data directory (created when it is the default); a PostgreSQL
+    connection string as given (one holding a password is refused: config.db_target)."""
+    from subcog_store.config import db_target, default_db_path
 
-    return Path(args.db) if args.db else default_db_path()
+    return db_target(args.db) if args.db else default_db_path()
 
 
 def open_store(args: argparse.Namespace, readonly: bool = False):
@@ -135,6 +136,19 @@ def _once() -> Callable[[logging.LogRecord], bool]:
     return allow
 
 
+def check_db_arg(args: argparse.Namespace) -> None:
+    """Every command refuses a `--db` or SUBCOG_DB holding a password (config.db_target), whether it opens the
+    store or not (install-hooks, worker, mcp alike)."""
+    from subcog_store.config import db_target, process_setting
+
+    if getattr(args, "db", None):
+        db_target(args.db)
+    else:
+        value = process_setting("db")
+        if value:
+            db_target(str(value), "SUBCOG_DB")
+
+
 def run(parser: argparse.ArgumentParser, argv: list[str] | None = None) -> int:
     """Parse, run the command, and turn the library's errors into a message on stderr and an exit code."""
     args = parser.parse_args(argv)
@@ -144,6 +158,7 @@ def run(parser: argparse.ArgumentParser, argv: list[str] | None = None) -> int:
         handler.addFilter(once)
     try:
         check_text_args(args)
+        check_db_arg(args)
         return args.handler(args)
     except SubcogError as e:
         print(f"subcog-store: {e}", file=sys.stderr)

@@ -29,11 +29,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def build_parser():
     """The parser with every command."""
-    from subcog_store.cli import app, batch_cmds, code_cmds, history_cmds, hook_cmds, mcp_cmds, recall_cmds, \
-        review_cmds, store_cmds, transfer_cmds, ui_cmds, upkeep_cmds, worker_cmds
+    from subcog_store.cli import app, batch_cmds, code_cmds, copy_cmds, history_cmds, hook_cmds, mcp_cmds, \
+        recall_cmds, review_cmds, store_cmds, transfer_cmds, ui_cmds, upkeep_cmds, worker_cmds
 
     return app.build_parser([store_cmds, recall_cmds, review_cmds, batch_cmds, hook_cmds, history_cmds,
-                             transfer_cmds, upkeep_cmds, worker_cmds, mcp_cmds, ui_cmds, code_cmds])
+                             transfer_cmds, copy_cmds, upkeep_cmds, worker_cmds, mcp_cmds, ui_cmds, code_cmds])
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ def serve(db: str | None) -> int:
     try:
         from subcog_store import config
 
-        path = Path(db) if db else config.default_db_path()
+        path = config.db_target(db) if db else config.default_db_path()
     except SubcogError as e:
         print(f"subcog-store: {e}", file=sys.stderr)
         return e.exit_code

@@ -10,6 +10,9 @@ import apsw
 
 from subcog_store.db import locks
 from subcog_store.db import files
+from subcog_store.postgres import adapter
+from subcog_store.postgres import connection as pg_connection
+from subcog_store.postgres.connection import is_postgres
 from subcog_store.errors import DatabaseError, NotASubcogDatabase, SubcogError
 from subcog_store.text.normalize import content_hash
 from subcog_store.db.sqlfiles import migrations, q
@@ -55,6 +58,9 @@ def set_overrides(con: apsw.Connection, overrides: dict[str, float]) -> None:
 
     The pruning trigger of `recent_captures` reads it, so an override applies inside this process only and is
     never written to the shared `settings` table."""
+    if adapter.is_postgres_connection(con):
+        adapter.set_overrides(con, overrides)
+        return
     flags = getattr(apsw, "SQLITE_INNOCUOUS", 0)
     values = dict(overrides)
     con.create_scalar_function("subcog_setting", lambda key: values.get(key), 1, flags=flags)
@@ -77,6 +83,8 @@ def database_error(error: BaseException, path: str = "") -> SubcogError | None:
     """A SQLite (apsw) error as the documented DatabaseError (exit 4), or None when it is not one."""
     if not isinstance(error, apsw.Error):
         return None
+    if isinstance(error, adapter.PgError):   # its words already name the store (never its password)
+        return DatabaseError(str(error))
     message = _SQLITE_MESSAGES.get(type(error).__name__)
     where = f"{path}: " if path else ""
     if message is None:
@@ -111,9 +119,12 @@ def _describe(path: str, error: Exception) -> str:
 def connect(path: str | os.PathLike, *, readonly: bool = False, migrate: bool = True) -> apsw.Connection:
     """Open (creating if needed) a subcog-store database, check it is ours, and migrate it to the latest schema.
 
-    A file that is not a subcog-store database raises NotASubcogDatabase and is left untouched.
+    A file that is not a subcog-store database raises NotASubcogDatabase and is left untouched. A PostgreSQL
+    connection string (`postgresql://...`, `service=...`) opens that store (`postgres/adapter.py`).
     """
     path = str(path)
+    if is_postgres(path):
+        return adapter.connect(path, migrate=migrate and not readonly)
     try:
         path.encode("utf-8")
     except UnicodeEncodeError:
@@ -183,7 +194,10 @@ def _while_busy(action):
 
 def rewrite_file(con: apsw.Connection) -> bool:
     """Rewrite the file compactly (VACUUM, then a truncating WAL checkpoint), so no deleted text stays in its free
-    pages; False when another process holds the file (nothing is lost: free pages may keep old bytes)."""
+    pages; False when another process holds the file (nothing is lost: free pages may keep old bytes).
+    PostgreSQL: False (its own VACUUM and the server's storage are the administrator's business)."""
+    if adapter.is_postgres_connection(con):
+        return False
     try:
         con.execute(q("vacuum"))
         con.execute(q("checkpoint_truncate"))
@@ -193,10 +207,15 @@ def rewrite_file(con: apsw.Connection) -> bool:
 
 
 def schema_version(con: apsw.Connection) -> int:
+    if adapter.is_postgres_connection(con):
+        return pg_connection.schema_version(con.raw)
     return con.execute("pragma user_version").fetchone()[0]
 
 
-def latest_version() -> int:
+def latest_version(con: "apsw.Connection | None" = None) -> int:
+    """The newest schema this code knows (of `con`'s backend: SQLite's when none is given)."""
+    if con is not None and adapter.is_postgres_connection(con):
+        return pg_connection.latest_version()
     return len(migrations())
 
 
@@ -228,6 +247,10 @@ def immediate(con: apsw.Connection) -> Iterator[apsw.Connection]:
     """A write transaction that takes the write lock up front (BEGIN IMMEDIATE), so check-then-write is safe
     across processes; commits on success, rolls back on any exception. A file found damaged is never written
     (DatabaseDamaged, see `db.damage`), and an error in here that points to corruption records it so."""
+    if adapter.is_postgres_connection(con):
+        with adapter.write_transaction(con):
+            yield con
+        return
     files.check_writable(con.filename)
     try:
         con.execute("begin immediate")
@@ -258,6 +281,10 @@ def immediate(con: apsw.Connection) -> Iterator[apsw.Connection]:
 @contextmanager
 def read_snapshot(con: apsw.Connection) -> Iterator[None]:
     """A read transaction (WAL: one snapshot, no lock on writers), unless one is already open."""
+    if adapter.is_postgres_connection(con):
+        with adapter.read_transaction(con):
+            yield
+        return
     if not con.getautocommit():
         yield
         return

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import apsw
 
+from subcog_store.config import is_postgres
 from subcog_store.db import locks
 from subcog_store.db.connection import immediate
 from subcog_store.db.files import file_id
@@ -53,8 +54,9 @@ def write_now(con: apsw.Connection, writes: list[Write]) -> None:
 
 
 def spool_path(db: str | os.PathLike) -> Path | None:
-    """The spool beside the database (None for an in-memory one)."""
-    return None if str(db) in ("", ":memory:") else Path(f"{db}-deferred.jsonl")
+    """The spool beside the database (None for an in-memory one, and for PostgreSQL: its writers do not hold
+    up a reader, and a row it cannot write at once is dropped, with a line in the log)."""
+    return None if str(db) in ("", ":memory:") or is_postgres(db) else Path(f"{db}-deferred.jsonl")
 
 
 def write_or_defer(con: apsw.Connection, db: str | os.PathLike, writes: list[Write], wait_secs: float) -> str:

@@ -17,6 +17,7 @@ import os
 import time
 from pathlib import Path
 
+from subcog_store.config import is_postgres
 from subcog_store.errors import DatabaseDamaged, points_to_corruption
 
 log = logging.getLogger("subcog_store.damage")
@@ -32,7 +33,8 @@ def file_id(path: str | os.PathLike) -> tuple[int, int] | None:
 
 
 def marker_path(db: str | os.PathLike) -> Path | None:
-    return None if str(db) in ("", ":memory:") else Path(f"{db}-damaged")
+    """`<db>-damaged`; None for a store that is no file (in memory, on PostgreSQL: the server keeps its own)."""
+    return None if str(db) in ("", ":memory:") or is_postgres(db) else Path(f"{db}-damaged")
 
 
 def note_damage(db: str | os.PathLike, error: BaseException) -> DatabaseDamaged | None:

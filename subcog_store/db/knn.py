@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Callable, NamedTuple
 import apsw
 
 from subcog_store.db.sqlfiles import q
+from subcog_store.postgres import knn as pg_knn
+from subcog_store.postgres.adapter import is_postgres_connection
 
 if TYPE_CHECKING:
     import numpy as np
@@ -71,7 +73,13 @@ def nearest(con: apsw.Connection, vector: "np.ndarray", namespace: str, domain: 
     candidates came from the in-memory sign bits of db/bitcache.py instead of vec0.
 
     The Hamming bound also bounds the scan: vec0 keeps only rows within it, and the cost of its top-k
-    selection grows with k times the rows kept (k=256 over 10k unbounded rows: 6 ms; bounded: 0.4 ms)."""
+    selection grows with k times the rows kept (k=256 over 10k unbounded rows: 6 ms; bounded: 0.4 ms).
+
+    On PostgreSQL: the namespace's HNSW index for candidates, the exact scan when they cannot show the answer
+    complete (`postgres/knn.py`), "hnsw" or "exact scan"."""
+    if is_postgres_connection(con):
+        found, how = pg_knn.nearest(con.raw, vector, namespace, domain, k, floor)
+        return [Hit(*hit) for hit in found], how
     from subcog_store.db import bitcache   # here: it imports numpy, which the exact-tier path never needs
 
     params = {"embedding": vector.astype("float32").tobytes(), "namespace": namespace, "domain": domain, "k": k}

@@ -21,6 +21,18 @@ class SqlFileError(Exception):
     """A query file is malformed (names the file and line)."""
 
 
+class Query(str):
+    """The SQL text of a named query, carrying its name: a backend with its own SQL runs its text of that name
+    (`postgres/adapter.py`)."""
+
+    __slots__ = ("name",)
+
+    def __new__(cls, text: str, name: str) -> "Query":
+        query = super().__new__(cls, text)
+        query.name = name
+        return query
+
+
 @dataclass(frozen=True)
 class Migration:
     version: int
@@ -32,7 +44,7 @@ DIALECTS = {"sqlite": "", "postgresql": "postgresql"}
 
 
 @lru_cache(maxsize=2)
-def queries(dialect: str = "sqlite") -> dict[str, str]:
+def queries(dialect: str = "sqlite") -> dict[str, Query]:
     """All named queries of `sql/queries/` (or `sql/postgresql/queries/`), by name."""
     found: dict[str, str] = {}
     for path in sorted((dialect_dir(dialect) / "queries").glob("*.sql")):
@@ -51,7 +63,7 @@ def queries(dialect: str = "sqlite") -> dict[str, str]:
                     raise SqlFileError(f"{path}:{start}: query {name!r} is empty")
                 if name in found:
                     raise SqlFileError(f"{path}:{start}: query {name!r} is defined twice")
-                found[name] = text
+                found[name] = Query(text, name)
             name, body, start = match.group(1), [], number
     found.pop("_end_", None)
     return found
@@ -67,7 +79,7 @@ def dialect_dir(dialect: str = "sqlite") -> Path:
     return sql_dir() / DIALECTS[dialect]
 
 
-def q(name: str, dialect: str = "sqlite") -> str:
+def q(name: str, dialect: str = "sqlite") -> Query:
     """The SQL text of one named query (a missing name is a bug: SqlFileError names it)."""
     try:
         return queries(dialect)[name]

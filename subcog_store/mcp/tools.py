@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
+from subcog_store.config import is_postgres
 from subcog_store.errors import SubcogError
 from subcog_store.text.namespaces import NAMESPACES
 
@@ -98,7 +99,7 @@ class Tools:
     """The tools over one store, for the project of `cwd` (default: the process's working directory)."""
 
     def __init__(self, db: Path, cwd: str | None = None, environ: Mapping[str, str] | None = None):
-        self.db, self.cwd = Path(db), cwd
+        self.db, self.cwd = (db if is_postgres(db) else Path(db)), cwd
         self._environ = environ
         self._store: "Store | None" = None
         self._opened: tuple[int, int] | None = None   # the file the store was opened on (device, inode)
@@ -132,7 +133,7 @@ class Tools:
         if self._store is None:
             from subcog_store.store import Store
 
-            if not self.db.parent.is_dir():
+            if isinstance(self.db, Path) and not self.db.parent.is_dir():
                 raise ToolError(f"the database directory {self.db.parent} does not exist")
             environ = dict(self._environ) if self._environ is not None else None
             self._store, self._fresh = Store(self.db, environ=environ, fetch_model=False), True

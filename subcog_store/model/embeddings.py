@@ -90,6 +90,10 @@ class Embeddings:
     def cached(self, hash_hex: str) -> "np.ndarray | None":
         return self._vectors.get(hash_hex)
 
+    def remember(self, hash_hex: str, vector: "np.ndarray") -> None:
+        """A content's vector known already (`copy` brings each memory's own from the source store)."""
+        self._remember(hash_hex, vector)
+
     def _remember(self, key: str, vector: "np.ndarray") -> None:
         self._vectors[key] = vector
         while len(self._vectors) > CACHE_SIZE:

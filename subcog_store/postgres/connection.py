@@ -12,6 +12,7 @@ import re
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterator
 
+from subcog_store import config
 from subcog_store.db.sqlfiles import migrations, q
 from subcog_store.errors import DatabaseError, NotASubcogDatabase
 from subcog_store.postgres.vectors import register
@@ -23,12 +24,11 @@ DIALECT = "postgresql"
 CONNECT_TIMEOUT_SECS = 10
 APPLICATION_NAME = "subcog-store"
 HNSW_CANDIDATES = 100    # candidates an HNSW search returns (hnsw.ef_search, set when a connection opens)
-_KEY_VALUE = re.compile(r"^\s*[A-Za-z_]+\s*=")
 
 
-def is_postgres(target: str) -> bool:
+def is_postgres(target: object) -> bool:
     """Whether a `--db` / SUBCOG_DB value names a PostgreSQL store (a URL or libpq key=value conninfo)."""
-    return target.startswith(("postgresql://", "postgres://")) or bool(_KEY_VALUE.match(target))
+    return config.is_postgres(target)
 
 
 def display(conninfo: str) -> str:

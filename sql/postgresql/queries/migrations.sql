@@ -48,6 +48,10 @@ select pg_advisory_xact_lock(1398096452, hashtext(%(domain)s || '/' || %(namespa
 -- A fresh database for one test (subcog_store/postgres/local_server.py): {name} is an identifier.
 create database {name} template template0 encoding 'UTF8';
 
+-- name: copy_test_database
+-- A fresh database for one test, a copy of a migrated store (its template): {name}, {template} are identifiers.
+create database {name} template {template};
+
 -- name: drop_test_database
 -- Drop a test's database, ending its connections first.
 drop database if exists {name} with (force);

@@ -1,8 +1,3 @@
--- name: insert_vector
--- The searchable vector of a memory (a unit vector: the inner product is the cosine).
-insert into memory_vectors (memory_seq, namespace, domain, embedding)
-values (%(memory_seq)s, %(namespace)s, %(domain)s, %(embedding)s);
-
 -- name: find_semantic_neighbours
 -- The k nearest active memories of a scope, exact: every vector of the scope is compared (pgvector's inner
 -- product over the scope's rows, found through memory_vectors_scope), so no neighbour at or above any floor

@@ -1,0 +1,275 @@
+"""The whole store on PostgreSQL beside SQLite, in the same run: check, capture and search latency at 10k (and
+100k) memories in one scope, and 8 writer processes capturing overlapping texts at once.
+
+Latency: the bench corpus (bench/corpus.py, real MiniLM vectors cached in bench/out/) is loaded into a SQLite
+store (bench_store.build_store) and a PostgreSQL store (bench_postgres.build_postgres: COPY, HNSW built once).
+Then, alternating SQLite and PostgreSQL call by call so both see the same load, through `Store` (the data layer,
+the three tiers, the decision log): `check_duplicate` of a held-out query sentence (its check row written),
+`capture` of another (stored: memory, vector, recent row, check row, decision), and `search` of a query over the
+domain. Vectors come from the cache (a lookup embedder): the model's time is the same on both and not measured.
+
+Writers: N processes for D seconds capture texts drawn at random: a quarter each a group's base sentence, its
+exact repeat (case and spacing changed), its rewording (its nearest corpus neighbour that a serial capture into
+an empty store skips as a semantic duplicate), and a new corpus sentence (each writer its own). Then: lost (a capture answered but its text held by no
+active memory), stored twice (an exact repeat or a rewording active beside its base), errors (any exception), and
+captures per second; SQLite first, then PostgreSQL, with the same pool and seed.
+
+    nice -n 10 python -m bench.bench_pg_store [--sizes 10000] [--calls 200] [--writers 8] [--seconds 120]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+import numpy as np  # noqa: E402
+
+from bench import corpus as corpus_mod  # noqa: E402
+from bench.bench_postgres import build_postgres  # noqa: E402
+from bench.bench_store import DOMAIN, NAMESPACE, build_store, machine_info, md_table, p50_95  # noqa: E402
+from subcog_store.text.normalize import content_hash  # noqa: E402
+
+OUT = corpus_mod.OUT_DIR
+ENV = {"SUBCOG_WORKER_ENABLED": "false"}
+
+
+class LookupEmbedder:
+    """The real model's vectors of known texts (by normalized content hash), computed before the run."""
+
+    dimensions = 384
+    loaded = True
+
+    def __init__(self, vectors: dict[str, np.ndarray]):
+        self.vectors = vectors
+
+    def load(self) -> None:
+        pass
+
+    def embed_batch(self, texts):
+        return np.stack([self.vectors[content_hash(t)] for t in texts]).astype(np.float32)
+
+
+def _store(target, vectors):
+    from subcog_store.store import Store
+
+    return Store(target, embedder=LookupEmbedder(vectors), environ=dict(ENV), fetch_model=False)
+
+
+# -- latency ---------------------------------------------------------------------------------------------------
+def latency(n: int, corpus, vectors: np.ndarray, qvectors: np.ndarray, server, calls: int) -> dict:
+    matrix = np.ascontiguousarray(vectors[:n])
+    lite_path = OUT / f"pg-store-bench-{n}.db"
+    build_store(lite_path, corpus.sentences[:n], matrix)
+    url = server.database("bench", migrated=True)
+    pg_build = build_postgres(url, corpus.sentences[:n], matrix)
+    known = {content_hash(t): v for t, v in zip(corpus.queries, qvectors)}
+    stores = {"sqlite": _store(lite_path, known), "postgresql": _store(url, known)}
+    half = len(corpus.queries) // 2
+    times: dict[str, dict[str, list[float]]] = {op: {b: [] for b in stores} for op in ("check", "capture", "search")}
+    knn: dict[str, dict[str, int]] = {b: {} for b in stores}
+    try:
+        for j in range(min(calls, half)):
+            for backend, store in stores.items():
+                t0 = time.perf_counter()
+                result = store.check_duplicate(corpus.queries[j], NAMESPACE, DOMAIN)
+                times["check"][backend].append((time.perf_counter() - t0) * 1000)
+                knn[backend][str(result.knn)] = knn[backend].get(str(result.knn), 0) + 1
+                t0 = time.perf_counter()
+                store.capture(corpus.queries[half + j], NAMESPACE, DOMAIN)
+                times["capture"][backend].append((time.perf_counter() - t0) * 1000)
+                t0 = time.perf_counter()
+                store.search(corpus.queries[j], domain=DOMAIN, limit=5)
+                times["search"][backend].append((time.perf_counter() - t0) * 1000)
+    finally:
+        for store in stores.values():
+            store.close()
+        server.drop(url)
+    return {"n": n, "calls": len(times["check"]["sqlite"]), "times": times, "knn": knn, "pg_build": pg_build}
+
+
+# -- writers ---------------------------------------------------------------------------------------------------
+def pool(corpus, vectors: np.ndarray, groups: int, seed: int = 7) -> tuple[list[dict], dict[str, np.ndarray]]:
+    """Groups of (base, exact repeat, rewording): the rewording is the base's nearest corpus neighbour that a
+    serial capture skips as a semantic duplicate of it (checked in a throwaway SQLite store)."""
+    import tempfile
+
+    rng = random.Random(seed)
+    n = len(vectors)
+    out, known, used = [], {}, set()
+    nearest, best = np.zeros(n, dtype=int), np.zeros(n)
+    for start in range(0, n, 1000):          # each sentence's nearest other one, in blocks
+        sims = vectors[start:start + 1000] @ vectors.T
+        sims[np.arange(len(sims)), np.arange(start, start + len(sims))] = -1
+        nearest[start:start + 1000], best[start:start + 1000] = sims.argmax(1), sims.max(1)
+    candidates = [i for i in range(n) if best[i] >= 0.9]
+    rng.shuffle(candidates)
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = _store(Path(tmp) / "probe.db", known)   # one scope (domain) per pair: nothing else is near
+        for i in candidates[:2000]:
+            if len(out) >= groups:
+                break
+            j = int(nearest[i])
+            if i in used or j in used:
+                continue
+            base, other = corpus.sentences[i], corpus.sentences[j]
+            vecs = {content_hash(base): vectors[i], content_hash(other): vectors[j]}
+            known.update(vecs)
+            probe.capture(base, NAMESPACE, f"p{i}")
+            if probe.capture(other, NAMESPACE, f"p{i}").decision != "semantic_skip":
+                continue
+            used.update((i, j))
+            repeat = "  " + base.upper() + "  "
+            out.append({"base": base, "repeat": repeat, "reworded": other})
+        probe.close()
+    for i in range(n):                         # new texts: every other corpus sentence
+        if i not in used:
+            known[content_hash(corpus.sentences[i])] = vectors[i]
+    out.append({"new": [corpus.sentences[i] for i in range(n) if i not in used]})
+    return out, known
+
+
+def _writer(target: str, pool_path: str, seed: int, seconds: float, go: str, out_path: str) -> None:
+    import pickle
+
+    with open(pool_path, "rb") as f:
+        groups, known = pickle.load(f)
+    rng = random.Random(seed)
+    *groups, fresh = groups
+    mine = iter(fresh["new"][seed % 1000::8])   # this writer's new texts (writers are seeded 1000..1007)
+    store = _store(target, known)
+    results, errors = [], []
+    while not os.path.exists(go):
+        time.sleep(0.01)
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        group = rng.choice(groups)
+        kind = rng.choice(("base", "repeat", "reworded", "new"))
+        text = next(mine, group["base"]) if kind == "new" else group[kind]
+        try:
+            r = store.capture(text, NAMESPACE, DOMAIN)
+            results.append((group["base"], kind, r.decision, r.memory_id))
+        except Exception as e:  # noqa: BLE001 - every error is counted
+            errors.append(f"{type(e).__name__}: {e}"[:200])
+    store.close()
+    with open(out_path, "w") as f:
+        json.dump({"results": results, "errors": errors}, f)
+
+
+def writers(target: str, groups: list[dict], known: dict, count: int, seconds: float, work: Path) -> dict:
+    import pickle
+
+    pool_path = work / "pool.pkl"
+    with open(pool_path, "wb") as f:
+        pickle.dump((groups, known), f)
+    go = work / f"go-{time.monotonic_ns()}"
+    ctx = mp.get_context("spawn")
+    outs = [work / f"w{i}-{time.monotonic_ns()}.json" for i in range(count)]
+    procs = [ctx.Process(target=_writer, args=(target, str(pool_path), 1000 + i, seconds, str(go), str(outs[i])))
+             for i in range(count)]
+    for p in procs:
+        p.start()
+    time.sleep(5)          # every writer opened its store (the model is a lookup: nothing to load)
+    go.touch()
+    t0 = time.perf_counter()
+    for p in procs:
+        p.join()
+    elapsed = time.perf_counter() - t0
+    results, errors = [], []
+    for out in outs:
+        data = json.loads(out.read_text()) if out.exists() else {"results": [], "errors": ["writer died"]}
+        results += data["results"]
+        errors += data["errors"]
+    return {"results": results, "errors": errors, "seconds": elapsed} | audit(target, groups, results, known)
+
+
+def audit(target: str, groups: list[dict], results: list, known: dict) -> dict:
+    from subcog_store.db import memories
+
+    store = _store(target, known)
+    try:
+        active = {m.content_hash: m for m in memories.listed(store.con, NAMESPACE, DOMAIN, "active", 10 ** 7)}
+        active_ids = {m.id for m in active.values()}
+    finally:
+        store.close()
+    lost = sum(1 for base, kind, decision, mid in results if mid not in active_ids)
+    twice = 0
+    for g in groups[:-1]:
+        if content_hash(g["reworded"]) in active and content_hash(g["base"]) in active:
+            twice += 1
+    return {"lost": lost, "stored_twice": twice, "active": len(active)}
+
+
+def report(lat: list[dict], wr: dict, info: dict, args) -> str:
+    parts = [f"machine: {json.dumps(info)}", ""]
+    if lat:
+        header = ["memories", "op", "SQLite p50 / p95 ms", "PostgreSQL p50 / p95 ms", "ratio p50"]
+        rows = []
+        for r in lat:
+            for op in ("check", "capture", "search"):
+                t = r["times"][op]
+                rows.append([f"{r['n']:,}", op, p50_95(t["sqlite"]), p50_95(t["postgresql"]),
+                             f"{np.median(t['postgresql']) / np.median(t['sqlite']):.1f}x"])
+        parts += [md_table(header, rows), ""]
+        parts += [f"knn paths at {r['n']:,}: {json.dumps(r['knn'])}; PG HNSW build {r['pg_build']['index_build_s']} s"
+                  for r in lat]
+    if wr:
+        header = ["backend", "writers x s", "captures", "per second", "lost", "stored twice", "errors",
+                  "active at the end"]
+        rows = [[b, f"{args.writers} x {args.seconds:g}", len(w["results"]), f"{len(w['results']) / w['seconds']:.1f}",
+                 w["lost"], w["stored_twice"], len(w["errors"]), w["active"]] for b, w in wr.items()]
+        parts += ["", md_table(header, rows)]
+        for b, w in wr.items():
+            if w["errors"]:
+                parts.append(f"{b} errors (first): {w['errors'][:3]}")
+    return "\n".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000", help="memories in the scope (0: skip the latency part)")
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--writers", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=120.0, help="how long the writers run (0: skip them)")
+    parser.add_argument("--groups", type=int, default=60)
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",") if int(s)]
+    corpus = corpus_mod.build(max(sizes + [10_000]))
+    vectors, qvectors, _ = corpus_mod.embeddings(corpus, max(sizes + [10_000]))
+    from subcog_store.postgres.local_server import start
+
+    server = start()
+    lat, wr = [], {}
+    try:
+        for n in sizes:
+            lat.append(latency(n, corpus, vectors, qvectors, server, args.calls))
+            print(report(lat[-1:], {}, {}, args), flush=True)
+        if args.seconds:
+            import tempfile
+
+            groups, known = pool(corpus, vectors[:10_000], args.groups)
+            print(f"writer pool: {len(groups) - 1} groups of base, repeat and rewording, and new texts", flush=True)
+            with tempfile.TemporaryDirectory() as tmp:
+                work = Path(tmp)
+                for backend in ("sqlite", "postgresql"):
+                    target = str(work / "writers.db") if backend == "sqlite" else server.database("w", migrated=True)
+                    wr[backend] = writers(target, groups, known, args.writers, args.seconds, work)
+                    print(report([], {backend: wr[backend]}, {}, args), flush=True)
+    finally:
+        server.stop()
+    text = report(lat, wr, machine_info() | {"load": os.getloadavg()}, args)
+    print(text)
+    (OUT / "bench_pg_store.json").write_text(json.dumps({"latency": lat, "writers": {
+        b: {k: v for k, v in w.items() if k != "results"} | {"captures": len(w["results"])} for b, w in wr.items()}},
+        default=float))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,199 @@
+"""A store on PostgreSQL through the user's own paths (issue 26): the CLI with `--db postgresql://...` and SUBCOG_DB,
+the hooks (in process and through the warm worker), `doctor`, each beside the same run on SQLite with the same
+answers; every named query the data layer runs has a PostgreSQL form the server accepts; a connection string
+holding a password is refused and never echoed. (The store, dedup, policy, review, batch and recall suites run on
+both backends too: BOTH_BACKENDS in their modules.)"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import hook_output_problems
+from helpers import NO_WORKER, clean_environ, run_cli, run_hook
+from subcog_store.db.sqlfiles import queries
+from subcog_store.postgres import adapter
+
+psycopg = pytest.importorskip("psycopg")
+
+SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+A = "We decided to use PostgreSQL 16 with pgvector as the team's shared memory store."
+REWORDED = "We chose PostgreSQL 16 with pgvector as the team's shared memory store."
+OTHER = "The frontend team prefers React with TypeScript for all new user interface work."
+SECRET = "hunter2-Sup3rS3cret"
+# Queries PostgreSQL never runs: SQLite's own file, migrations and the sign-bit cache (db/bitcache.py, off on
+# PostgreSQL, whose candidates come from the HNSW index).
+SQLITE_ONLY = {"create_migrations_table", "record_migration", "count_schema_objects", "vacuum",
+               "checkpoint_truncate", "quick_check", "find_semantic_candidates", "rescore_candidates", "sign_bits",
+               "bits_log_newest", "bits_log_entry", "bits_since", "scope_bits", "scope_size", "salvage_memories",
+               "salvage_memory"}
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db(request, tmp_path) -> str:
+    """A store on each backend: a file, or a fresh migrated database on the test server."""
+    if request.param == "sqlite":
+        return str(tmp_path / "m.db")
+    return request.getfixturevalue("pg_server").database(migrated=True)
+
+
+def cli(db: str, *args: str, env: dict | None = None):
+    return run_cli(*args, "--json", db=db, env={**NO_WORKER, **(env or {})}, text=True)
+
+
+def test_every_query_the_data_layer_runs_has_a_postgresql_form_the_server_accepts(pg_url) -> None:
+    """Each named query (PostgreSQL's own text, else SQLite's translated) is planned by the server (EXPLAIN,
+    parameters as NULL of no type): its tables, columns and functions all exist there."""
+    con = adapter.connect(pg_url)
+    refused = {}
+    try:
+        for name, sql in sorted(queries().items()):
+            if name in SQLITE_ONLY or not re.match(r"\s*(with|select|insert|update|delete)\b", sql, re.I):
+                continue
+            text = re.sub(r"%\((\w+)\)s|%s", "null", adapter.postgres_text(name, sql)).replace("%%", "%")
+            try:
+                con.raw.execute("explain " + text, prepare=False)
+            except psycopg.Error as e:
+                refused[name] = str(e).splitlines()[0]
+    finally:
+        con.close()
+    assert not refused, refused
+
+
+def test_capture_check_search_stats_doctor_answer_alike_on_both(db) -> None:
+    first = json.loads(cli(db, "capture", "-n", "decisions", A).stdout)
+    again = json.loads(cli(db, "capture", "-n", "decisions", "  " + A.upper() + " ").stdout)
+    near = json.loads(cli(db, "capture", "-n", "decisions", REWORDED).stdout)
+    other = json.loads(cli(db, "capture", "-n", "decisions", OTHER).stdout)
+    assert first["stored"] and first["decision"] == "stored"
+    assert not again["stored"] and again["decision"] == "hash_exact" and again["memory_id"] == first["memory_id"]
+    assert not near["stored"] and near["decision"] == "semantic_skip" and near["memory_id"] == first["memory_id"]
+    assert other["stored"]
+    check = json.loads(cli(db, "check", "-n", "decisions", REWORDED).stdout)
+    assert check["is_duplicate"] and check["matched_urn"] == first["urn"]
+    found = json.loads(cli(db, "search", "-d", "project", "which database holds the team's memories").stdout)
+    assert [r["urn"] for r in found["results"]][:1] == [first["urn"]]
+    stats = json.loads(cli(db, "stats").stdout)
+    assert json.dumps(stats).count("semantic_similar") >= 1
+    doctor = cli(db, "doctor")
+    assert doctor.returncode == 0 and json.loads(doctor.stdout)["ok"], doctor.stdout
+    log = json.loads(cli(db, "review", "--all").stdout)
+    assert {d["decision"] for d in log} >= {"stored", "hash_exact", "semantic_skip"}
+
+
+def test_subcog_db_names_the_store_too(db) -> None:
+    proc = run_cli("capture", "-n", "learnings", "--json", A, env={**NO_WORKER, "SUBCOG_DB": db}, text=True)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["stored"], proc.stderr
+    listed = run_cli("list", "--json", env={**NO_WORKER, "SUBCOG_DB": db}, text=True)
+    assert A in listed.stdout
+
+
+@pytest.mark.parametrize("worker", [False, True], ids=["in-process", "worker"])
+def test_hooks_capture_and_recall_on_both(db, tmp_path, worker) -> None:
+    """PreCompact captures the sample transcript; SessionStart after the compaction hands its memories back; the
+    same memories on both backends."""
+    transcript = tmp_path / "session-a.jsonl"
+    shutil.copyfile(SAMPLES / "session-a.jsonl", transcript)
+    env = clean_environ({"SUBCOG_HOOK_LOG": str(tmp_path / "hook.log"), **({} if worker else NO_WORKER)})
+    payload = {"session_id": "sess-pg", "cwd": "/home/dev/shop", "transcript_path": str(transcript),
+               "hook_event_name": "PreCompact", "trigger": "manual"}
+    captured = run_hook("pre-compact", json.dumps(payload).encode(), db=db, environ=env)
+    assert captured.returncode == 0 and captured.stderr == b"", captured.stderr
+    assert hook_output_problems("PreCompact", captured.stdout.decode()) == []
+    start = {**payload, "hook_event_name": "SessionStart", "source": "compact"}
+    recalled = run_hook("session-start", json.dumps(start).encode(), db=db, environ=env)
+    out = recalled.stdout.decode()
+    assert recalled.returncode == 0 and recalled.stderr == b"" and hook_output_problems("SessionStart", out) == []
+    assert "We decided to use PostgreSQL" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    memories = json.loads(run_cli("list", "--json", db=db, env=NO_WORKER, text=True).stdout)
+    assert len(memories) >= 2
+
+
+def test_a_hook_on_an_unreachable_server_exits_0_within_its_budget(tmp_path) -> None:
+    """No server at the socket: the hook says so in a few words, exit 0, valid output, the cause in the log."""
+    db = f"postgresql://nobody@/subcog?host={tmp_path}&connect_timeout=2"
+    env = clean_environ({"SUBCOG_HOOK_LOG": str(tmp_path / "hook.log"), **NO_WORKER})
+    payload = {"session_id": "s", "cwd": "/x", "transcript_path": str(tmp_path / "none.jsonl"),
+               "hook_event_name": "SessionStart", "source": "startup"}
+    proc = run_hook("session-start", json.dumps(payload).encode(), db=db, environ=env)
+    assert proc.returncode == 0 and proc.stderr == b"" and b"Traceback" not in proc.stdout
+    assert hook_output_problems("SessionStart", proc.stdout.decode()) == []
+
+
+@pytest.mark.parametrize("given", [
+    f"postgresql://team:{SECRET}@db.example/memories",
+    f"postgresql://team@db.example/memories?password={SECRET}",
+    f"host=db.example dbname=memories user=team password={SECRET}",
+])
+def test_a_connection_string_with_a_password_is_refused_and_never_echoed(given, tmp_path) -> None:
+    for proc in (run_cli("list", db=given, env=NO_WORKER, text=True),
+                 run_cli("list", env={**NO_WORKER, "SUBCOG_DB": given}, text=True),
+                 run_cli("install-hooks", "--project", str(tmp_path), db=given, env=NO_WORKER,
+                         text=True)):
+        assert proc.returncode == 3, proc
+        assert SECRET not in proc.stdout + proc.stderr
+        assert "PGPASSWORD" in proc.stderr and ".pgpass" in proc.stderr and "service=" in proc.stderr
+        assert "Traceback" not in proc.stderr
+    assert not (tmp_path / ".claude").exists()
+
+
+def test_a_wrong_or_unreachable_url_is_a_clear_error(tmp_path) -> None:
+    proc = run_cli("list", db=f"postgresql://nobody@/subcog?host={tmp_path}&connect_timeout=2", env=NO_WORKER,
+                   text=True)
+    assert proc.returncode == 4 and "cannot be reached" in proc.stderr and "Traceback" not in proc.stderr
+    bad = run_cli("list", db="postgresql://[::1", env=NO_WORKER, text=True)
+    assert bad.returncode == 3 and "not a usable PostgreSQL connection string" in bad.stderr
+
+
+def _contents(db: str) -> dict:
+    """What a copy must keep of each current memory: text and hash, scope, importance, tags, session, date, the
+    text of its successor, and its vector."""
+    from subcog_store.core import Core
+    from subcog_store.db import memories, vectors
+
+    core = Core(db, readonly=True, fetch_model=False)
+    try:
+        active = memories.listed(core.con, status="active", limit=1000)
+        by_id = {m.id: m for m in active}
+        return {m.content: (m.content_hash, m.domain, m.namespace, m.importance, m.tags, m.session_id, m.created_at,
+                            by_id[m.successor_id].content if m.successor_id else None,
+                            vectors.of_memory(core.con, m.id)) for m in active}
+    finally:
+        core.close()
+
+
+def test_copy_sqlite_to_postgresql_and_back_keeps_every_memory_once(tmp_path, pg_server, make_store, clock) -> None:
+    source = tmp_path / "source.db"
+    store = make_store(path=source)
+    store.capture("The cache TTL is set to 5 minutes for the session tokens in production.", "decisions",
+                  session_id="s1", importance=0.7, tags=["cache"])
+    clock.advance(60)
+    store.capture("The cache TTL is set to 10 minutes for the session tokens in production.", "decisions",
+                  session_id="s2")
+    store.capture(A, "decisions", "billing")
+    store.capture(OTHER, "patterns", "billing", importance=0.9)
+    retired = store.capture("Learned that the retry middleware retries POST requests, causing double charges.",
+                            "learnings")
+    store.forget(retired.memory_id)
+    store.close()
+    pg, back = pg_server.database(migrated=True), str(tmp_path / "back.db")
+
+    first = run_cli("copy", str(source), pg, "--json", env=NO_WORKER, text=True)
+    assert first.returncode == 0, first.stderr
+    report = json.loads(first.stdout)
+    assert report["copied"] == 4 and report["retired_left_out"] == 1 and report["errors"] == []
+    again = json.loads(run_cli("copy", str(source), pg, "--json", env=NO_WORKER, text=True).stdout)
+    assert again["copied"] == 0 and again["decisions"] == {"hash_exact": 4}
+    assert json.loads(run_cli("copy", pg, back, "--json", env=NO_WORKER, text=True).stdout)["copied"] == 4
+    original = _contents(str(source))
+    assert _contents(pg) == original and _contents(back) == original
+    assert sum(1 for v in original.values() if v[7]) == 1   # the changed fact's link came along
+    only_billing = str(tmp_path / "billing.db")
+    assert json.loads(run_cli("copy", pg, only_billing, "--domain", "billing", "--json", env=NO_WORKER,
+                              text=True).stdout)["copied"] == 2
+    assert {v[1] for v in _contents(only_billing).values()} == {"billing"}
+    for log in (cli(pg, "review", "--all"), cli(back, "review", "--all")):
+        assert {d["decision"] for d in json.loads(log.stdout)} >= {"stored", "changed_fact"}
