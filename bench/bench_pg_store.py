@@ -62,6 +62,19 @@ def _store(target, vectors):
     return Store(target, embedder=LookupEmbedder(vectors), environ=dict(ENV), fetch_model=False)
 
 
+def extended(vectors: np.ndarray, n: int, seed: int = 11) -> np.ndarray:
+    """`n` unit vectors: the real ones, then each real one again with noise (cosine ~0.8 to its source), so a
+    100k scope has the corpus's clusters without embedding 100k sentences (latency only: which memory a vector
+    belongs to does not matter to how long a check takes)."""
+    if n <= len(vectors):
+        return vectors
+    rng = np.random.default_rng(seed)
+    extra = vectors[np.arange(n - len(vectors)) % len(vectors)]
+    extra = extra + rng.standard_normal(extra.shape).astype(np.float32) * 0.038
+    extra /= np.linalg.norm(extra, axis=1, keepdims=True)
+    return np.vstack([vectors, extra.astype(np.float32)])
+
+
 # -- latency ---------------------------------------------------------------------------------------------------
 def latency(n: int, corpus, vectors: np.ndarray, qvectors: np.ndarray, server, calls: int) -> dict:
     matrix = np.ascontiguousarray(vectors[:n])
@@ -238,10 +251,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--writers", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=120.0, help="how long the writers run (0: skip them)")
     parser.add_argument("--groups", type=int, default=60)
+    parser.add_argument("--embedded", type=int, default=10_000,
+                        help="corpus sentences with real vectors; beyond them, synthetic ones (see extended)")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if int(s)]
     corpus = corpus_mod.build(max(sizes + [10_000]))
-    vectors, qvectors, _ = corpus_mod.embeddings(corpus, max(sizes + [10_000]))
+    embedded = min(max(sizes + [10_000]), args.embedded)
+    vectors, qvectors, _ = corpus_mod.embeddings(corpus, embedded)
+    vectors = extended(vectors, max(sizes + [10_000]))
     from subcog_store.postgres.local_server import start
 
     server = start()
