@@ -120,6 +120,7 @@ def _specs() -> list[Spec]:
                                                "on touch"),
         Spec("code_check_secs", _float, 0.5, 0.0, 60.0, help="the session-start check of cited code: at most "
                                                              "this long (the rest is checked next time)"),
+        Spec("session_text_enabled", _bool, True, help="false: the sessions' text is neither kept nor searched"),
         # process settings
         Spec("db", _text, None, scope=p, help="database file"),
         Spec("model_dir", _text, None, scope=p, help="where model.onnx and tokenizer.json are"),

@@ -31,6 +31,7 @@ class CaptureRequest:
     session_id: object = None
     policy: object = None
     created_at: object = None
+    project_wide: object = False   # a duplicate of an active memory in any namespace of the domain is a duplicate
 
 
 @dataclass
@@ -48,6 +49,7 @@ class Prepared:
     policy: str | None
     created_at: str | None               # ISO-8601 as stored, when the caller gave one
     redacted: int = 0                    # secrets replaced by [REDACTED] before anything was stored
+    project_wide: bool = False           # checked against every namespace of its domain (hook captures)
 
     def candidate(self) -> dict:
         """The text and metadata, as the decision log keeps them for an undo."""
@@ -166,7 +168,7 @@ def prepare(request: CaptureRequest) -> Prepared:
                     validate_importance(request.importance),  # type: ignore[arg-type]
                     validate_tags(request.tags), validate_label("source", request.source),
                     validate_label("session_id", request.session_id), validate_policy(request.policy),
-                    validate_created_at(request.created_at), redacted)
+                    validate_created_at(request.created_at), redacted, bool(request.project_wide))
 
 
 def prepare_all(requests: Iterable[CaptureRequest]) -> list[Prepared | InvalidInput]:

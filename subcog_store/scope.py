@@ -3,7 +3,9 @@
 The domain is the git top-level of the working directory (else the directory itself), named
 `<folder>-<8 hex of its real path>`: readable, stable, and different for two repositories with the same folder
 name. SUBCOG_HOOK_DOMAIN overrides it. Stores written before domains were per project hold their memories under
-`project`; `subcog-store move-domain project <domain>` moves them.
+`project`; `subcog-store move-domain project <domain>` moves them. USER_DOMAIN holds the developer's preferences
+(how they like to work), captured from their words in any project and recalled beside every project's memories;
+a project domain always ends in 8 hex digits, so no project is ever named like it.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from pathlib import Path
 from subcog_store.config import process_setting
 
 LEGACY_DOMAIN = "project"
+USER_DOMAIN = "user"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 MAX_DEPTH = 64
 

@@ -1,4 +1,4 @@
-"""The sentence splitter and the learned capture scorer (subcog_store/extraction/sentences.py, scorer.py).
+"""The sentence splitter and the learned capture scorer (subcog_store/hook/sentences.py, scorer.py).
 
 Fast and self-contained; the checks against the hand labels of real sessions skip when ../shared is absent.
 """
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from subcog_store.extraction.scorer import WEIGHTS_PATH, Scorer, drop_corrected, features, namespace_of
+from subcog_store.extraction.scorer import WEIGHTS_PATH, Scorer, features, namespace_of
 from subcog_store.extraction.sentences import sentence_sha, split_units
 
 REPO = Path(__file__).resolve().parents[1]
@@ -145,21 +145,33 @@ def test_namespace_rule_uses_todo_only_as_a_marker():
     assert ns("Port 5432 and REDIS_HOST must point at the Docker host in the .env file.") == "config"
 
 
-def test_later_correction_wins():
-    texts = [
-        "The Redis session TTL for the login cache is 5 minutes.",
-        "Now let me look at the login flow.",
-        "Actually the Redis session TTL for the login cache is 10 minutes.",
-    ]
-    assert drop_corrected(texts, [True, False, True]) == [False, False, True]
-    polarity = [
-        "The SQLite database tracks every session and is required for discovery.",
-        "Turns out the SQLite database is not required for session discovery.",
-    ]
-    assert drop_corrected(polarity, [True, True]) == [False, True]
-    repeat = ["The SQLite database is not required for session discovery.",
-              "Confirmed: the SQLite database is not required for session discovery."]
-    assert drop_corrected(repeat, [True, True]) == [True, True]
+def test_short_facts_with_a_value_inline_code_and_cjk_are_units():
+    def texts(body: str) -> list[str]:
+        return [u.text for u in split_units(body)]
+
+    assert texts("Default port is 1100.") == ["Default port is 1100."]           # short, but a value
+    assert texts("Done. All good now!") == []                                    # short, no value
+    assert texts("`GITSYNC_MAX=5000` caps `refs` per push.") == ["GITSYNC_MAX=5000 caps refs per push."]
+    # no spaces: characters are counted, and 。 ends a sentence without a space after it
+    assert texts("データベースはPostgreSQLを使います。キャッシュにはRedisを使う。はい。") == [
+        "データベースはPostgreSQLを使います。", "キャッシュにはRedisを使う。"]
+
+
+def test_cjk_sentences_get_the_features_of_their_cue_words():
+    narration = features(split_units("まず、既存のコードベースとドキュメントの状態を調査します。")[0])
+    assert narration.get("f:narration") and narration.get("f:narr_start")
+    cause = features(split_units("タイムアウトの原因は、GitHub の receive-pack に締め切りがあるためです。")[0])
+    assert cause.get("f:causal") and cause.get("f:diag") and cause.get("f:acronym") is not None
+    spaced_ident = features(split_units("設定ファイルはconfig.yamlで、ポートは8080です。")[0])
+    assert spaced_ident.get("f:path") and spaced_ident.get("f:number") and spaced_ident.get("n:config")
+
+
+def test_plain_diagnoses_and_stated_values_have_their_own_features():
+    diagnosis = features(split_units("The root layout doesn't render flash messages.")[0])
+    assert diagnosis.get("f:neg_decl")
+    value = features(split_units("Default port is 1100.")[0])
+    assert value.get("f:value_fact")
+    assert not features(split_units("I think the port is 1100, maybe?")[0]).get("f:value_fact")
 
 
 @pytest.mark.skipif(not TRAIN.exists(), reason="real sessions not available")

@@ -99,6 +99,7 @@ NO_COUNTERPART = {
     "memories_fts": "the FTS5 index is memories.fts (a generated tsvector) with a GIN index",
     "memory_bits": "sign-bit candidates for vec0; PostgreSQL scans a scope's vectors exactly with pgvector",
     "bits_log": "feeds the in-memory sign-bit cache of db/bitcache.py, which the PostgreSQL KNN does not use",
+    "session_text_fts": "the FTS5 index is session_text.fts (a generated tsvector) with a GIN index",
 }
 # Columns of SQLite tables that PostgreSQL keeps elsewhere (table -> column -> reason).
 COLUMN_DIFFERENCES = {("memory_vectors", "embedding"): "vector(384) instead of vec0's float[384]"}

@@ -93,7 +93,8 @@ def test_sections_of_the_summary_format():
     assert "".join(chunk for _, chunk in parts) == text
     assert [t for t, _ in parts] == ["", "summary", "primary request and intent", "current work",
                                      "optional next step"]
-    assert {"current work", "optional next step", "pending tasks", "all user messages"} == SKIP_SECTIONS
+    assert {"current work", "optional next step", "pending tasks", "all user messages", "files and code sections",
+            "primary request and intent"} == SKIP_SECTIONS
     assert SKIP_SECTIONS < KNOWN_SECTIONS
     # a numbered line of the chronological analysis is not a section title
     assert [t for t, _ in split_sections("Analysis:\n2. The system loaded several files as context:\n")] == [

@@ -258,7 +258,7 @@ def render(runs: dict[str, Run], folds: dict, times, store, elapsed: float) -> s
            "18 labelled sessions: for each project the scorer is retrained on the other five with train_scorer's "
            "`fit_fold` (feature set, L2 and threshold chosen on the training projects), and the new extraction "
            "(`extract.judge`: sentence units, the scorer at the fold's threshold, explicit signals, list items with "
-           "their lead-in, corrections within the call) is scored on the held-out project's labelled units. **old** "
+           "their lead-in and siblings, the fact of an intention, status left out; nothing dropped for a correction) is scored on the held-out project's labelled units. **old** "
            "= the paragraph classifier the hook ran (`classify.legacy_candidates`); a unit counts as captured by it "
            "when a capture of its record contains the sentence (so one paragraph captures all its sentences). "
            "**new@0.5** = the same with the 0.5 floor the hook passes today (`SUBCOG_HOOK_MIN_CONFIDENCE`'s default). "
@@ -305,10 +305,12 @@ def render(runs: dict[str, Run], folds: dict, times, store, elapsed: float) -> s
         ns_ok = np.mean([run.ns["new"][i] == run.ns_label[i] for i in tp]) if tp else float("nan")
         whys = Counter((w, int(t)) for w, t in zip(run.why, y) if w)
         kept_by = ", ".join(f"{w} {whys[(w, 1)]} facts / {whys[(w, 0)]} not" for w in
-                            ("score", "signal", "section", "corrected") if whys[(w, 1)] + whys[(w, 0)])
+                            ("score", "signal", "section", "intent", "sibling", "status", "topic", "skip")
+                            if whys[(w, 1)] + whys[(w, 0)])
         out += ["", f"Macro average over projects (P / R): {'; '.join(macro)}. Fact R: {facts}. Namespace of the "
                 f"new captures that are lasting facts: {ns_ok:.0%} agree with the label ({len(tp)} units). "
-                f"New, by reason: {kept_by}.", ""]
+                f"New, by reason (kept: score, signal, section, intent, sibling; left out: status, topic, skip): "
+                f"{kept_by}.", ""]
         if whys[("section", 1)] + whys[("section", 0)]:
             bare = preds["new"] & (np.array(run.why) != "section")
             p, r, *_ = ts.prf(y, bare)

@@ -423,12 +423,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"fold {held}: words={fold.words} lambda={fold.lam} threshold={fold.threshold} "
               f"features={len(fold.vocab)}", file=sys.stderr)
 
-    # Corrections: within each transcript, later contradicting statements drop earlier kept ones.
-    corr = pred.copy()
-    for file in sorted(set(d.files)):
-        ix = [i for i in idx_all if d.files[i] == file]
-        corr[ix] = sc.drop_corrected([units[i].text for i in ix], [bool(pred[i]) for i in ix])
-
     # Shipped model: the same procedure over all six projects.
     ship = fit_fold(feats, y, projects, idx_all)
     weights = export(ship, len(units), all_projects)
@@ -452,13 +446,12 @@ def main(argv: list[str] | None = None) -> int:
         texts = read_assistant_texts(path).texts
         t_new = time.perf_counter()
         scored = [(u, s) for t in texts for u, s in scorer.score_text(t.text)]
-        sc.drop_corrected([u.text for u, _ in scored], [s.keep(scorer.threshold) for _, s in scored])
         t_old = time.perf_counter()
         extract_candidates(texts)
         t_end = time.perf_counter()
         timing.append((path.name, path.stat().st_size, len(scored), t_new - t_read, t_old - t_new, t_end - t_old))
 
-    res = dict(old=d.old, rules=rules, learned=pred, corr=corr)
+    res = dict(old=d.old, rules=rules, learned=pred)
     if emb is not None:
         res["learned+MiniLM"] = pred_emb
     report = render(d, res, folds, emb_folds, ns_learned, old_caps, ship, weights,
@@ -503,7 +496,7 @@ def export(fold: Fold, n_units: int, projects: list[str]) -> dict:
     }
 
 
-NAMES = {"old": "rules (old)", "rules": "sentence rules", "learned": "learned", "corr": "learned+corr",
+NAMES = {"old": "rules (old)", "rules": "sentence rules", "learned": "learned",
          "learned+MiniLM": "learned+MiniLM"}
 
 
@@ -539,15 +532,15 @@ def render(d: Data, res: dict, folds, emb_folds, ns_learned, old_caps, ship, wei
                     hit += 1
         return (hit / n if n else float("nan")), n
 
-    cols = [k for k in ("old", "rules", "learned", "corr", "learned+MiniLM") if k in res]
+    cols = [k for k in ("old", "rules", "learned", "learned+MiniLM") if k in res]
     out += ["", "## Sentence-level precision / recall / F1 per held-out project", "",
             "One row per held-out project; cells are P / R / F1 over its sentence units (prefilter: >= 25 characters "
             "and 3 words outside code). **rules (old)** = `extract_candidates`, the hook today: a unit counts as "
             "captured when a capture of the same record contains its normalized text (or 80% of its words), so one "
             "captured paragraph captures all its sentences; **mem P** = share of its captures (paragraphs) holding at "
             "least one labelled fact (the issue's kind of precision). **sentence rules** = `rules_predict` below. "
-            "**learned** = the scorer at its fold's threshold; **learned+corr** = then `drop_corrected` (what the "
-            "hook would store). **learned+MiniLM** = the same procedure with the MiniLM embedding added to the "
+            "**learned** = the scorer at its fold's threshold (nothing is dropped for a later correction any more: "
+            "the store links a changed fact). **learned+MiniLM** = the same procedure with the MiniLM embedding added to the "
             "hand-made features (not shipped: see timing).", "",
             "| project | " + " | ".join(NAMES[k] for k in cols) + " | mem P old (n) | words | lambda | threshold |",
             "|---|" + "---|" * len(cols) + "---|---|---:|---:|"]
@@ -571,12 +564,12 @@ def render(d: Data, res: dict, folds, emb_folds, ns_learned, old_caps, ship, wei
             "Fact-level recall (a block, i.e. paragraph or list item, holding a labelled fact counts as found when one "
             "of its units is kept; closer to the issue's \"facts found\"): " + "; ".join(brec) + ".", ""]
 
-    out += ["### Per file (held-out fold)", "", "| file | units | facts | learned+corr P | R | old P | old R |",
+    out += ["### Per file (held-out fold)", "", "| file | units | facts | learned P | R | old P | old R |",
             "|---|---:|---:|---:|---:|---:|---:|"]
     fa = np.array(d.files)
     for file in sorted(set(d.files)):
         m = fa == file
-        p, r, *_ = prf(y[m], res["corr"][m])
+        p, r, *_ = prf(y[m], res["learned"][m])
         op, orr, *_ = prf(y[m], res["old"][m])
         out.append(f"| {file} | {int(m.sum())} | {int(y[m].sum())} | {fmt(p)} | {fmt(r)} | {fmt(op)} | {fmt(orr)} |")
 
@@ -628,14 +621,13 @@ def render(d: Data, res: dict, folds, emb_folds, ns_learned, old_caps, ship, wei
             f">= 0.50 on other people's labels, which are sparser than these, so a margin). Shipped: the same over all "
             f"six projects -> **{ship.threshold}**.",
             "- Namespace: the cue-word rule (word lists written once from the namespace definitions; the only later "
-            "change makes TODO/FIXME count as markers only, per the issue); corrections: "
-            "`drop_corrected(min_overlap=0.5)`, a priori. Neither was tuned on accuracy.",
+            "change makes TODO/FIXME count as markers only, per the issue), not tuned on accuracy.",
             f"- Shipped weights: {len(weights['weights'])} weights, "
             f"{len(json.dumps(weights, separators=(',', ':'))) / 1024:.1f} KB.", ""]
 
     out += ["## Time per transcript", "",
-            "Pure Python, weights loaded once beforehand (`Scorer.load`: a few ms). **new** = split + score + "
-            "corrections over the whole transcript; **old** = `extract_candidates`; reading the JSONL is common to "
+            "Pure Python, weights loaded once beforehand (`Scorer.load`: a few ms). **new** = split + score "
+            "over the whole transcript; **old** = `extract_candidates`; reading the JSONL is common to "
             "both and listed apart.", "",
             "| file | size | units | read | new | old |", "|---|---:|---:|---:|---:|---:|"]
     for name, size, n, tr, tn, to in timing:

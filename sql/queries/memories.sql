@@ -236,3 +236,16 @@ from memories
 where status = 'active'
   and successor_id in (select value from json_each(:ids))
 order by seq;
+
+-- name: namespaces_in_use
+-- The namespaces (of those given, a JSON array) holding an active memory of the domain: a project-wide check
+-- looks in them (one index probe each).
+select n.value as namespace
+from json_each(:namespaces) as n
+where exists (
+  select 1
+  from memories as m
+  where m.namespace = n.value
+    and m.domain = :domain
+    and m.status = 'active'
+);

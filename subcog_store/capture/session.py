@@ -23,11 +23,13 @@ from pathlib import Path
 
 from subcog_store.capture import pending as hook_pending
 from subcog_store.capture.run import HookOptions, Run, Source, new_run
+from subcog_store.capture.session_text import keep_text_of_run
 from subcog_store.clock import iso
 from subcog_store.code.record import cite_new
 from subcog_store.db import hook_state, locks
 from subcog_store.db.hook_state import Resume
 from subcog_store.db.connection import Error as DbError, immediate
+from subcog_store.scope import USER_DOMAIN
 from subcog_store.text.normalize import fingerprint
 
 log = logging.getLogger("subcog_store.hook.capture")
@@ -171,7 +173,7 @@ def _capture_transcript(run: Run, options: HookOptions, started: float, deadline
         run.first_run = at == Resume()
         try:
             read = read_assistant_texts(run.transcript_path, offset, include_sidechain=options.include_sidechain,
-                                        deadline=deadline)
+                                        include_user=True, deadline=deadline)
         except TranscriptError as e:
             run.fail("transcript unreadable", e)
             if redo:   # gone for good: nothing more can be captured from it
@@ -197,6 +199,9 @@ def _capture_transcript(run: Run, options: HookOptions, started: float, deadline
             resume, run.truncated = min(resume, _resume_at(candidates, stopped, at, skipped)), True
         if options.dry_run:
             return []
+        keep_to_budget(store, deadline, clock=options.clock)
+        keep_text_of_run(store.core, options.domain, run.session_id, _read_before(parts, resume),
+                         deadline - SAVE_GRACE_SECS, options.clock)
         keep_to_budget(store, deadline, grace=SAVE_GRACE_SECS, clock=options.clock)
         try:
             _save(store, run, session_key, resume if resume.after(at) else None, pending if run.truncated else None)
@@ -230,6 +235,19 @@ def _resume_at(candidates: list, stopped: int, at: Resume, skipped: int) -> Resu
         return Resume(*piece)
     mark = fingerprint(handled[-1].text) if handled else at.mark
     return Resume(*piece, before + len(handled), mark)
+
+
+def _read_before(parts: list, resume: Resume) -> list:
+    """The parts of the texts read that lie before where the next run resumes (what this run is done with)."""
+    from dataclasses import replace
+
+    out = []
+    for part in parts:
+        if (part.offset, part.char_start) >= resume[:2]:
+            break
+        end = resume[1] - part.char_start if part.offset == resume[0] else len(part.text)
+        out.append(part if end >= len(part.text) else replace(part, text=part.text[:end]))
+    return out
 
 
 def _groups(parts: list) -> list[list]:
@@ -295,8 +313,9 @@ def _capture_all(run: Run, store, candidates: list, options: HookOptions, deadli
     from subcog_store.errors import DatabaseDamaged, DatabaseError
     from subcog_store.inputs import CaptureRequest
 
-    requests = [CaptureRequest(c.text, c.namespace, options.domain, round(c.confidence, 2), options.tags,
-                               SOURCES[options.event], run.session_id) for c in candidates]
+    requests = [CaptureRequest(c.text, c.namespace, USER_DOMAIN if c.scope == "user" else options.domain,
+                               round(c.confidence, 2), options.tags, SOURCES[options.event], run.session_id,
+                               project_wide=True) for c in candidates]
     outcomes = capture_many(store.core, requests, deadline=deadline, dry_run=options.dry_run, minimum=MIN_CAPTURES,
                             clock=options.clock)
     for i, (c, o) in enumerate(zip(candidates, outcomes)):
@@ -320,29 +339,30 @@ def _capture_all(run: Run, store, candidates: list, options: HookOptions, deadli
                                 "same_as": candidates[o.repeat_of].text[:60], "matched_urn": None,
                                 "similarity": None if o.similarity is None else round(o.similarity, 4)})
             continue
-        _report_one(run, c, o, options)
+        _report_one(run, c, o)
     return None
 
 
-def _report_one(run: Run, c, o, options: HookOptions) -> None:
+def _report_one(run: Run, c, o) -> None:
     if o.check is not None:   # dry run
         check, stored, decision, urn, reasoning = o.check, not o.check.is_duplicate, "stored", None, None
     else:
         r = o.result
         check, stored, decision, urn, reasoning = r.check, r.stored, r.decision, r.urn, r.reasoning
+    namespace = o.prepared.namespace   # the namespace of a memory of the same subject, when one was found
     if stored:
         if o.check is None and o.result.memory_id:
             run.stored.append(o.result.memory_id)
-        entry = {"content": c.text, "namespace": c.namespace, "urn": urn, "confidence": round(c.confidence, 2),
+        entry = {"content": c.text, "namespace": namespace, "urn": urn, "confidence": round(c.confidence, 2),
                  "decision": decision}
         changed = next((n for n in check.neighbours if n.changed_fact), None)
         if decision == "changed_fact" and changed:
             from subcog_store.db.memories import urn as make_urn
 
-            entry.update(matched_urn=make_urn(options.domain, c.namespace, changed.memory_id),
+            entry.update(matched_urn=make_urn(o.prepared.domain, changed.namespace or namespace, changed.memory_id),
                          reasoning=reasoning or changed.changed_fact)
         run.captured.append(entry)
     else:
-        run.skipped.append({"content": c.text, "namespace": c.namespace, "reason": check.reason,
+        run.skipped.append({"content": c.text, "namespace": namespace, "reason": check.reason,
                             "matched_urn": check.matched_urn, "similarity": check.similarity_score,
                             "seconds_ago": check.captured_seconds_ago, "decision": decision})

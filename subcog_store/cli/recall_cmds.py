@@ -17,6 +17,8 @@ def register(sub, add) -> None:
     p.add_argument("--all", action="store_true", help="also superseded, merged and deleted memories")
     p.add_argument("--explain", action="store_true", help="each component of every score")
     p.add_argument("--no-model", action="store_true", help="the text side alone (BM25), no model loaded")
+    p.add_argument("--sessions", action="store_true", help="also the sessions' own text, ranked below the "
+                                                            "memories, and the developer's preferences")
     p = add("domain", "print the domain a hook would use for a directory (its git top-level)", cmd_domain)
     p.add_argument("--cwd", default=None, help="the directory (default: the current one)")
     p = add("move-domain", "move every memory of one domain to another (e.g. from the shared `project` of "
@@ -44,6 +46,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     from subcog_store.cli.app import read_text_arg
 
     domain = args.domain or _current_domain()
+    if args.sessions:
+        return _search_sessions(args, domain, read_text_arg(args.query))
     with open_store(args) as store:
         found = store.search(read_text_arg(args.query), domain=domain, namespace=args.namespace, limit=args.limit,
                              include_all=args.all, use_model=not args.no_model)
@@ -59,6 +63,22 @@ def cmd_search(args: argparse.Namespace) -> int:
             if args.explain:
                 lines.append("    " + ", ".join(f"{k}={v}" for k, v in h["components"].items()))
         emit(args, data, "\n".join(lines))
+    return 0
+
+
+def _search_sessions(args: argparse.Namespace, domain: str, query: str) -> int:
+    """`search --sessions`: memories (the project's and the developer's preferences), then the sessions' text."""
+    from subcog_store.recall.session_search import search_all
+
+    with open_store(args) as store:
+        found = search_all(store, query, domain=domain, limit=args.limit, use_model=not args.no_model,
+                           namespace=args.namespace)
+    results = [{"kind": f.kind, "ref": f.ref, "similarity": None if f.similarity is None else round(f.similarity, 4),
+                "content": f.text} for f in found.items]
+    lines = [f"{len(results)} result(s) in {domain} ({found.method}" + (f"; {found.note}" if found.note else "") + ")"]
+    lines += [f"{r['ref']}{' [earlier session]' if r['kind'] == 'session' else ''}\n    {r['content'][:200]}"
+              for r in results]
+    emit(args, {"domain": domain, "method": found.method, "note": found.note, "results": results}, "\n".join(lines))
     return 0
 
 

@@ -322,6 +322,12 @@ def most_important(con: "apsw.Connection", domain: str, limit: int) -> list[Memo
                                                                                   "limit": limit}))]
 
 
+def namespaces_in_use(con: "apsw.Connection", domain: str, namespaces: list[str]) -> tuple[str, ...]:
+    """Those of `namespaces` holding an active memory of `domain`."""
+    return tuple(r[0] for r in con.execute(q("namespaces_in_use"), {"namespaces": json.dumps(namespaces),
+                                                                     "domain": domain}))
+
+
 def scopes(con: "apsw.Connection", namespace: str | None, domain: str | None) -> list[tuple[str, str, int]]:
     """(namespace, domain, active memories) of every scope with active memories, filtered when given."""
     return con.execute(q("active_scopes"), {"namespace": namespace, "domain": domain}).fetchall()

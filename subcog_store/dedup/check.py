@@ -39,6 +39,7 @@ class Neighbour:
     content: str
     similarity: float
     verdict: PairVerdict | None = None
+    namespace: str | None = None      # set when the check looked beyond its own namespace (project-wide)
 
     @property
     def changed_fact(self) -> str | None:
@@ -154,6 +155,17 @@ class CheckInputs:
     namespace: str
     domain: str
     now: float
+    also: tuple[str, ...] = ()      # other namespaces of the domain to check as well (a project-wide check)
+
+
+def _across(inputs: CheckInputs, fn: Callable[[str], list["Neighbour"]], k: int = NEIGHBOURS) -> list["Neighbour"]:
+    """`fn(namespace)` for the check's namespace and every other one it covers, nearest first, namespaces named."""
+    found = []
+    for ns in (inputs.namespace, *inputs.also):
+        for n in fn(ns):
+            n.namespace = ns
+            found.append(n)
+    return sorted(found, key=lambda n: -n.similarity)[:k] if inputs.also else found
 
 
 def run_check(con: "apsw.Connection", inputs: CheckInputs, settings: "Settings",
@@ -167,13 +179,14 @@ def run_check(con: "apsw.Connection", inputs: CheckInputs, settings: "Settings",
     started = time.perf_counter()
     result = CheckResult(False, None, None, None, None, 0.0, inputs.content_hash, inputs.domain, inputs.namespace,
                          threshold=settings.threshold(inputs.namespace))
-    scope = (inputs.namespace, inputs.domain)
 
-    def hit(reason: str, method: str, memory_id: str | None, similarity: float | None, content: str | None) -> None:
+    def hit(reason: str, method: str, memory_id: str | None, similarity: float | None, content: str | None,
+            namespace: str | None = None) -> None:
         result.is_duplicate, result.reason, result.method = True, reason, method
         result.matched_memory_id, result.similarity_score, result.matched_content = memory_id, similarity, content
-        result.matched_urn = urn(inputs.domain, inputs.namespace, memory_id) if memory_id else \
-            urn(inputs.domain, inputs.namespace, "recent-" + inputs.content_hash[:12])
+        ns = namespace or inputs.namespace
+        result.matched_urn = urn(inputs.domain, ns, memory_id) if memory_id else \
+            urn(inputs.domain, ns, "recent-" + inputs.content_hash[:12])
 
     def timed(tier: str, fn: Callable[[], None]) -> None:
         result.tiers_run.append(tier)
@@ -188,9 +201,11 @@ def run_check(con: "apsw.Connection", inputs: CheckInputs, settings: "Settings",
         result.tier_ms[tier] = (time.perf_counter() - t0) * 1000
 
     def exact() -> None:
-        found = exact_tier(con, inputs.content_hash, *scope)
-        if found:
-            hit("exact_match", "hash", found[0], 1.0, found[1])
+        for ns in (inputs.namespace, *inputs.also):
+            found = exact_tier(con, inputs.content_hash, ns, inputs.domain)
+            if found:
+                hit("exact_match", "hash", found[0], 1.0, found[1], ns)
+                return
 
     def semantic() -> None:
         if not long_enough(inputs.content, settings):
@@ -199,31 +214,43 @@ def run_check(con: "apsw.Connection", inputs: CheckInputs, settings: "Settings",
         vector = embed(inputs.content, inputs.content_hash) if settings.dedup_semantic_enabled else None
         if vector is not None:
             method, threshold = "embedding", result.threshold
-            result.neighbours, result.knn = semantic_neighbours(con, vector, *scope, guard_floor(result, settings))
+            floor, hows = guard_floor(result, settings), []
+
+            def knn_in(ns: str) -> list[Neighbour]:
+                found, how = semantic_neighbours(con, vector, ns, inputs.domain, floor)
+                hows.append(how)
+                return found
+            result.neighbours = _across(inputs, knn_in)
+            result.knn = ",".join(dict.fromkeys(hows)) or None
         else:
             method, threshold = "text", float(settings.dedup_text_threshold)
             result.tiers_run[-1] = "semantic:text"
             result.threshold = threshold
-            result.neighbours = text_neighbours(con, inputs.content, *scope)
+            result.neighbours = _across(inputs, lambda ns: text_neighbours(con, inputs.content, ns, inputs.domain))
         for n in result.neighbours:  # nearest first; the guard judges each only as far as needed
             if content_hash(n.content) == inputs.content_hash:  # stored since the exact tier looked
-                hit("exact_match", "hash", n.memory_id, 1.0, n.content)
+                hit("exact_match", "hash", n.memory_id, 1.0, n.content, n.namespace)
                 return
             if n.similarity >= threshold:
                 apply_guard(inputs.content, [n], phrase_similarity)
                 if n.agrees:
-                    hit("semantic_similar", method, n.memory_id, n.similarity, n.content)
+                    hit("semantic_similar", method, n.memory_id, n.similarity, n.content, n.namespace)
                     return
 
     def recent() -> None:
-        found = recent_tier(con, inputs.content_hash, *scope, inputs.now, settings.dedup_time_window_secs)
+        found, ns = None, inputs.namespace
+        for ns in (inputs.namespace, *inputs.also):
+            found = recent_tier(con, inputs.content_hash, ns, inputs.domain, inputs.now,
+                                settings.dedup_time_window_secs)
+            if found:
+                break
         if found:
             memory_id, captured_at = found
             content = None
             if memory_id:
                 memory = memories.get(con, memory_id)
                 content = memory.content if memory else None
-            hit("recent_capture", "recent", memory_id, 1.0, content)
+            hit("recent_capture", "recent", memory_id, 1.0, content, ns)
             result.captured_seconds_ago = max(0.0, inputs.now - captured_at)
 
     if settings.dedup_enabled:

@@ -13,6 +13,7 @@ from subcog_store.db import locks
 from subcog_store.dedup import write
 from subcog_store.dedup.check import exact_tier, long_enough
 from subcog_store.dedup.rule import judge
+from subcog_store.dedup.session_repeat import SESSION_REPEAT, is_session_repeat
 from subcog_store.errors import DatabaseError, InvalidInput, SubcogError
 from subcog_store.inputs import CaptureRequest, Prepared, prepare_all
 
@@ -130,18 +131,21 @@ class _Kept:
         if vector is None:  # not embedded (an exact repeat, or no model): numpy is not even imported
             return
         import numpy as np
-        members, box = self.groups.setdefault((p.domain, p.namespace), ([], [np.zeros((64, len(vector)),
-                                                                                         dtype=np.float32)]))
+        members, box = self.groups.setdefault(_scope(p), ([], [np.zeros((64, len(vector)), dtype=np.float32)]))
         matrix = box[0]
         if members:
             sims = matrix[:len(members)] @ vector
             threshold = self.core.settings.threshold(p.namespace)
+            same_session = p.project_wide and p.session_id   # a hook capture: a session's restatements repeat
+            floor = min(threshold, SESSION_REPEAT) if same_session else threshold
+            phrases = self.core.vectors.phrase_similarity()
             for j in np.argsort(-sims):
-                if sims[j] < threshold:
+                if sims[j] < floor:
                     break
-                if judge(members[j].prepared.content, p.content, float(sims[j]),
-                         self.core.vectors.phrase_similarity()).agrees:
-                    outcome.repeat_of, outcome.similarity = members[j].index, float(sims[j])
+                older, sim = members[j].prepared.content, float(sims[j])
+                if (sim >= threshold and judge(older, p.content, sim, phrases).agrees) or \
+                        (same_session and is_session_repeat(older, p.content, sim, phrases)):
+                    outcome.repeat_of, outcome.similarity = members[j].index, sim
                     return
         if len(members) == len(matrix):
             box[0] = matrix = np.concatenate([matrix, np.zeros_like(matrix)])
@@ -154,11 +158,16 @@ def mark_exact_repeats(outcomes: Sequence["Outcome"]) -> None:
     first: dict[tuple[str, str, str], int] = {}
     for o in outcomes:
         p = o.prepared
-        key = (p.domain, p.namespace, p.content_hash)
+        key = (*_scope(p), p.content_hash)
         if key in first:
             o.repeat_of = first[key]
         else:
             first[key] = o.index
+
+
+def _scope(p: Prepared) -> tuple[str, str]:
+    """Where repeats of a batch are looked for: its namespace, or the whole domain for a project-wide capture."""
+    return (p.domain, "*" if p.project_wide else p.namespace)
 
 
 def needs_vector(core: Core, outcome: "Outcome") -> bool:

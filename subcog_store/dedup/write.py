@@ -15,7 +15,7 @@ from subcog_store.core import Core
 from subcog_store.db import checks, decisions, locks, memories as writer, recent
 from subcog_store.db.connection import Busy, Error as DbError, immediate
 from subcog_store.db.memories import urn
-from subcog_store.dedup import policies
+from subcog_store.dedup import policies, session_repeat
 from subcog_store.dedup.check import CheckInputs, CheckResult, NearMemoryWritten, apply_guard, check_row, \
     guard_floor, revalidate, run_check
 from subcog_store.dedup.outdated import Outdated, find_outdated, link_outdated
@@ -91,12 +91,17 @@ def capture_prepared(core: Core, p: Prepared) -> CaptureResult:
 
 
 def _capture_once(core: Core, p: Prepared, recheck: bool) -> CaptureResult:
-    policy = p.policy or core.settings.policy(p.namespace)
-    inputs = CheckInputs(p.content, p.content_hash, p.namespace, p.domain, core.clock())
+    inputs = CheckInputs(p.content, p.content_hash, p.namespace, p.domain, core.clock(),
+                         session_repeat.other_namespaces(core.con, p) if p.project_wide else ())
     check = _check(core, inputs)
     floor = guard_floor(check, core.settings)
     apply_guard(p.content, [n for n in check.neighbours if n.similarity >= floor], core.vectors.phrase_similarity())
+    if p.project_wide and p.session_id and not check.is_duplicate:
+        session_repeat.mark_repeat(core.con, p, check, core.vectors.phrase_similarity())
     best = max(check.neighbours, key=lambda n: n.similarity, default=None)
+    if best is not None and best.namespace not in (None, p.namespace) and best.similarity >= floor:
+        p.namespace = inputs.namespace = best.namespace  # one subject, one namespace: where it was first stored
+    policy = p.policy or core.settings.policy(p.namespace)
     matched = writer.get(core.con, best.memory_id) if best else None
     plan = policies.plan(check, p.content, policy, core.settings, iso(inputs.now),
                          matched.created_at if matched else None)

@@ -1,55 +1,69 @@
-"""Turn assistant text and compaction summaries into memory candidates: the sentences a developer would want to find
-again next week.
+"""Turn what a session said into memory candidates: the sentences a developer would want to find again next week.
 
-Each text is redacted, split into sentence units (`sentences.split_units`: a sentence with its paragraph, heading and
-list lead-in) and every unit is judged by the learned scorer (`scorer.Scorer`, weights loaded once per process). A
-unit is kept when P(lasting fact) reaches the threshold, or when it carries an explicit signal ("Decision:",
-"we decided to", "turns out", "Gotcha:", "TODO:" ...) and is not narration, a question, an offer or a hedge. A list
-item is stored with its lead-in (`unit.memory_text()`). Within one call, a later statement that corrects an earlier
-kept one drops it (`scorer.drop_corrected`). A compaction summary yields the lines of its lasting-facts section
-(`summary.summary_facts`) when it has one, else its units, minus the sections that never hold lasting facts.
+Each text is redacted and split into sentence units (`sentences.split_units`: a sentence with its paragraph, heading
+and list lead-in). By source:
+- assistant text: each unit judged by the learned scorer (`scorer.Scorer`, weights loaded once per process); kept
+  when P(lasting fact) reaches the threshold, or when it carries an explicit signal (`signals.signal_of`), or when
+  it is the fact inside an intention (`signals.intent_fact`, stored without the "I need to"), or when it is a list
+  item whose siblings under the same lead-in were kept (SIBLING_SHARE of them, and its own P at SIBLING_FLOOR);
+- what the user typed: the choices, rules and preferences it states (`user_words.user_fact`), rewritten to stand
+  alone; a preference about how the developer works goes to the user scope;
+- a compaction summary: the lines of its lasting-facts section (`summary.facts_section`) when it has one, else
+  its sections read by kind (`summary.split_sections`): facts from errors-and-fixes, problem solving, decisions;
+  no topic labels, file change logs, pending tasks or current work.
+Status ("currently ...", "not yet committed", "all tests pass", "PR #5 is merged") is never a candidate
+(`status.is_status`). Nothing is dropped for a later correction: both statements are candidates, in order, and the
+store links the older as outdated when the newer changes the same fact.
 
 `min_confidence` is a probability floor: None means the threshold shipped with the weights (chosen on the labelled
 sessions, see bench/capture/RESULTS.md); an explicit signal counts as SIGNAL_CONFIDENCE, a facts-section line as
-FACTS_CONFIDENCE.
+FACTS_CONFIDENCE, a user's choice or preference as USER_CONFIDENCE, the fact of an intention as INTENT_CONFIDENCE.
 """
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import Iterable
 
-from subcog_store.extraction.scorer import Scorer, drop_corrected, features, namespace_of, record_features
+from subcog_store.extraction.scorer import Scorer, features, namespace_of, record_features
 from subcog_store.extraction.sentences import Unit, split_sentences, split_units
+from subcog_store.extraction.signals import CHATTER, intent_fact, is_topic_label, signal_of
+from subcog_store.extraction.status import is_status
 from subcog_store.extraction.summary import FACT_SECTIONS, SKIP_SECTIONS, facts_section, section_title, split_sections
 from subcog_store.extraction.transcript import AssistantText
+from subcog_store.extraction.user_words import PROJECT, user_fact
 from subcog_store.text.redact import REDACTED, redact
 
 __all__ = ["Candidate", "Verdict", "extract_candidates", "extract_with", "judge", "load_scorer", "signal_of",
-           "FACTS_CONFIDENCE", "MAX_CHARS", "SIGNAL_CONFIDENCE"]
+           "FACTS_CONFIDENCE", "MAX_CHARS", "SIGNAL_CONFIDENCE", "USER_CONFIDENCE", "INTENT_CONFIDENCE"]
 
 MAX_CHARS = 4000  # a longer sentence is a dump, not a memory
-SIGNAL_CONFIDENCE = 0.8  # an explicit signal, or an item of a summary's concepts section (12 of the 15 labelled
-#                          sentences with an explicit signal are lasting facts)
+SIGNAL_CONFIDENCE = 0.8  # an explicit signal (12 of the 15 labelled sentences with one are lasting facts)
 FACTS_CONFIDENCE = 0.9  # a line of the lasting-facts section the summarizer was asked to write
+USER_CONFIDENCE = 0.8  # a choice or preference the user states (as sure as an explicit signal)
+INTENT_CONFIDENCE = 0.6  # the fact inside an intention: kept at the shipped threshold, below a signal
+SIBLING_SHARE = 2 / 3  # a list item is kept when this share of its siblings (3 or more items) were kept ...
+SIBLING_FLOOR = 0.3  # ... and its own P(lasting fact) reaches this (chosen on the training sessions: RESULTS.md)
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """One sentence (a list item with its lead-in) or summary fact worth remembering."""
+    """One sentence (a list item with its lead-in), summary fact or user statement worth remembering."""
 
     text: str  # cleaned text, secrets replaced by [REDACTED]
     namespace: str
-    confidence: float  # 0..1: P(lasting fact) from the scorer, SIGNAL_CONFIDENCE or FACTS_CONFIDENCE
+    confidence: float  # 0..1: P(lasting fact) from the scorer, or the confidence of the rule that kept it
     source_uuid: str | None
     offset: int = 0      # where the transcript record it comes from starts
     redacted: int = 0    # secrets replaced by [REDACTED] in `text`
-    char_start: int = 0  # where the piece of the record it comes from starts in the record's text
+    char_start: int = 0  # where its paragraph or item (else its piece) starts in the record's text
+    scope: str = PROJECT  # "user": a preference that follows the developer into every project
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """The judgement of one unit (or facts-section line) of one text; `keep` is final (corrections applied)."""
+    """The judgement of one unit (or facts-section line) of one text; `keep` is final."""
 
     text: str  # what would be stored
     namespace: str
@@ -57,51 +71,13 @@ class Verdict:
     keep: bool
     source: int  # index of the text in the call
     unit: Unit | None  # None for a facts-section line
-    kind: str = "assistant"  # "summary" for a compaction summary's units and lines
+    kind: str = "assistant"  # "summary" / "user" for a compaction summary's / the user's units
     redacted: int = 0
-    why: str = ""  # kept by "score", "signal" (explicit signal), "section" (summary section) or "facts" (facts
-    #                line); "corrected": dropped for a later correction
-
-
-# --- explicit signals -------------------------------------------------------------------------------------------
-
-_I = re.IGNORECASE
-_MARKERS = [  # "Marker: ..." at the start of the sentence
-    ("decisions", r"decisions?|decided|adr"),
-    ("patterns", r"pattern|convention|best practice|rule|guideline"),
-    ("learnings", r"learned|lessons?(?: learned)?|gotcha|til|insight|root cause"),
-    ("context", r"important|note|nb|constraint|caveat|warning"),
-    ("tech-debt", r"todo|fixme|tech(?:nical)? debt|hack|workaround"),
-    ("security", r"security|vulnerability"),
-    ("blockers", r"blocker|blocked"),
-]
-_MARKER_RX = [(ns, re.compile(rf"^(?:{words})\s*:\s*\S", _I)) for ns, words in _MARKERS]
-_PHRASES = [(ns, re.compile(rx, _I)) for ns, rx in [
-    ("decisions", r"\b(?:we|i|they|the team)\s+(?:have\s+|had\s+|finally\s+)?(?:decided|chose|opted|settled)\b"),
-    ("decisions", r"\bdecided\s+(?:to|on|that|against)\b"),
-    ("decisions", r"^(?:used|switched to|replaced|went with|chose|opted for|picked)\b[^.!?]{1,80}?"
-                  r"\b(?:instead of|rather than)\b"),
-    ("learnings", r"\b(?:learned|learnt)\s+(?:that|the hard way)\b|\b(?:discovered|realized|realised|found out)\s+that\b"),
-    ("learnings", r"\b(?:turns out|turned out)\b|\bTIL\b|\bgotcha\b|\bthe root cause (?:is|was)\b"),
-    ("blockers", r"^(?:fixed|resolved|solved)\s+(?:the|a|an)\s+[^.:;]{0,60}?\b(?:issue|bug|problem|error|crash|failure"
-                 r"|regression|timeout|leak|deadlock|race)s?\b[^.:;]{0,60}:\s+\S"),
-]]
-_NOT_DECIDED = re.compile(r"\b(?:not|n't|yet to|undecided|if we|whether to|should we)\b[^.!?]{0,20}\bdecide", _I)
-_CHATTER = ("f:narration", "f:let_me", "f:question", "f:offer", "f:hedge")
-
-
-def signal_of(sentence: str, feats: dict[str, float]) -> str | None:
-    """The namespace of an explicit signal in `sentence`, or None (never for narration, questions, offers, hedges)."""
-    if any(feats.get(k) for k in _CHATTER):
-        return None
-    s = sentence.replace("\u2019", "'")
-    for ns, rx in _MARKER_RX:
-        if rx.match(s):
-            return ns
-    for ns, rx in _PHRASES:
-        if rx.search(s) and not (ns == "decisions" and _NOT_DECIDED.search(s)):
-            return ns
-    return None
+    why: str = ""  # kept by "score", "signal", "section" (a summary's concepts), "intent", "sibling", "user" or
+    #                "facts"; not kept: "status", "topic", "skip" (a summary section that holds no lasting facts),
+    #                "" (the scorer said no)
+    scope: str = PROJECT
+    start: int = 0  # where its paragraph or item starts in the text (0 when the text could not say exactly)
 
 
 # --- the scorer, once per process --------------------------------------------------------------------------------
@@ -159,19 +135,67 @@ def _memory_text(unit: Unit, kind: str) -> str:
 
 def _judge_units(units: list[Unit], scorer: Scorer, threshold: float, source: int, kind: str,
                  section: str = "") -> list[Verdict]:
-    out = []
-    for unit, f in zip(units, record_features(units)):
+    """The scorer, the explicit signals, the fact of an intention, then the list items whose siblings were kept;
+    in a summary's concepts section, every item that says something (`section`)."""
+    out, probs, feats = [], [], record_features(units)
+    for unit, f in zip(units, feats):
         p = scorer.probability(f)
+        probs.append(p)
+        chatter = any(f.get(k) for k in CHATTER)
         signal = signal_of(unit.text, f)
-        why = "signal" if signal else ""
-        if not signal and section in FACT_SECTIONS and not any(f.get(k) for k in _CHATTER):
-            why = "section"
-        conf = max(p, SIGNAL_CONFIDENCE) if why else p
-        keep = conf >= threshold
-        why = ("score" if p >= threshold else why) if keep else ""
-        text, n = _stored(_memory_text(unit, kind) if keep else unit.text)
-        out.append(Verdict(text, signal or namespace_of(f), round(conf, 6), keep and len(text) <= MAX_CHARS,
-                           source, unit, kind, n, why))
+        text, why, conf, ns = unit.text, "", p, signal or namespace_of(f)
+        if is_status(unit.text):
+            why = "status"
+        elif kind == "summary" and is_topic_label(unit.text):
+            why = "topic"
+        elif signal and max(p, SIGNAL_CONFIDENCE) >= threshold:
+            why, conf = "score" if p >= threshold else "signal", max(p, SIGNAL_CONFIDENCE)
+        elif p >= threshold:
+            why = "score"
+        elif section in FACT_SECTIONS and not chatter and SIGNAL_CONFIDENCE >= threshold:
+            why, conf = "section", SIGNAL_CONFIDENCE
+        elif chatter and (fact := intent_fact(unit.text)) and INTENT_CONFIDENCE >= threshold:
+            text, why, conf = fact, "intent", INTENT_CONFIDENCE
+            ns = namespace_of(features(replace(unit, text=fact)))
+        keep = why in ("score", "signal", "section", "intent")
+        stored, n = _stored(_memory_text(unit, kind) if keep and why != "intent" else text)
+        out.append(Verdict(stored, ns, round(conf, 6), keep and len(stored) <= MAX_CHARS, source, unit, kind, n, why))
+    return _keep_siblings(out, probs, feats, threshold)
+
+
+def _keep_siblings(verdicts: list[Verdict], probs: list[float], feats: list[dict], threshold: float
+                   ) -> list[Verdict]:
+    """A list item is judged with its siblings (the items under the same lead-in at the same depth): when most
+    of them state lasting facts, so does it, unless it is chatter, status or far below the threshold."""
+    groups: dict[tuple, list[int]] = defaultdict(list)
+    for i, v in enumerate(verdicts):
+        u = v.unit
+        if u is not None and u.kind == "item" and u.lead:
+            groups[(u.lead, u.depth, u.heading)].append(i)
+    for members in groups.values():
+        if len(members) < 3 or sum(verdicts[i].keep for i in members) < SIBLING_SHARE * len(members):
+            continue
+        for i in members:
+            v = verdicts[i]
+            if v.keep or v.why in ("status", "topic") or any(feats[i].get(k) for k in CHATTER) \
+                    or probs[i] < SIBLING_FLOOR:
+                continue
+            text, n = _stored(_memory_text(v.unit, v.kind))
+            verdicts[i] = replace(v, text=text, redacted=n, keep=len(text) <= MAX_CHARS, why="sibling",
+                                  confidence=round(max(probs[i], threshold), 6))
+    return verdicts
+
+
+def _user_verdicts(units: list[Unit], threshold: float, source: int) -> list[Verdict]:
+    out = []
+    for unit in units:
+        fact = user_fact(unit)
+        if fact is None or is_status(unit.text):
+            out.append(Verdict(_stored(unit.text)[0], "", 0.0, False, source, unit, "user"))
+            continue
+        text, n = _stored(fact.text)
+        keep = USER_CONFIDENCE >= threshold and len(text) <= MAX_CHARS
+        out.append(Verdict(text, fact.namespace, USER_CONFIDENCE, keep, source, unit, "user", n, "user", fact.scope))
     return out
 
 
@@ -181,12 +205,22 @@ def _fact_verdict(line: str, threshold: float, source: int) -> Verdict:
     f = features(unit)
     chatter = any(f.get(k) for k in ("f:narration", "f:let_me", "f:question", "f:offer"))
     ns = signal_of(text, f) or namespace_of(f)
-    keep = not chatter and FACTS_CONFIDENCE >= threshold and len(text) <= MAX_CHARS
-    return Verdict(text, ns, FACTS_CONFIDENCE, keep, source, None, "summary", n, "facts" if keep else "")
+    keep = not chatter and not is_status(text) and FACTS_CONFIDENCE >= threshold and len(text) <= MAX_CHARS
+    return Verdict(text, ns, FACTS_CONFIDENCE, keep, source, None, "summary", n, "facts" if keep else "status")
 
 
 def _judge_text(text: str, kind: str, scorer: Scorer, threshold: float, source: int) -> list[Verdict]:
-    text = _redact(text)
+    """The verdicts of one text, each with where its block starts in it (when redaction left the text as it was,
+    so positions are the text's own: a long record's capture may resume at a block)."""
+    masked = _redact(text)
+    exact = masked == text and "\r" not in text
+    return [replace(v, start=v.unit.start) if exact and v.unit is not None else v
+            for v in _verdicts(masked, kind, scorer, threshold, source)]
+
+
+def _verdicts(text: str, kind: str, scorer: Scorer, threshold: float, source: int) -> list[Verdict]:
+    if kind == "user":
+        return _user_verdicts(split_units(text, lenient=True), threshold, source)
     if kind != "summary":
         return _judge_units(split_units(text), scorer, threshold, source, kind)
     facts = facts_section(text)
@@ -196,23 +230,18 @@ def _judge_text(text: str, kind: str, scorer: Scorer, threshold: float, source: 
     for title, chunk in split_sections(text):
         units = split_units(chunk)
         if title in SKIP_SECTIONS:
-            out += [Verdict(_stored(u.text)[0], "", 0.0, False, source, u, kind) for u in units]
+            out += [Verdict(_stored(u.text)[0], "", 0.0, False, source, u, kind, why="skip") for u in units]
         else:
             out += _judge_units(units, scorer, threshold, source, kind, title)
     return out
 
 
 def judge(texts: Iterable[AssistantText | str], scorer: Scorer, threshold: float) -> list[Verdict]:
-    """Every unit of every text with its verdict, in order; later corrections already applied to `keep`."""
+    """Every unit of every text with its verdict, in order."""
     out: list[Verdict] = []
     for i, t in enumerate(texts):
         body, kind = (t, "assistant") if isinstance(t, str) else (t.text, t.kind)
         out += _judge_text(body, kind, scorer, threshold, i)
-    kept = [i for i, v in enumerate(out) if v.keep]
-    final = drop_corrected([out[i].text for i in kept], [True] * len(kept))
-    for i, k in zip(kept, final):
-        if not k:
-            out[i] = replace(out[i], keep=False, why="corrected")
     return out
 
 
@@ -224,13 +253,15 @@ def extract_with(texts: Iterable[AssistantText | str], scorer: Scorer, threshold
         if v.keep:
             t = texts[v.source]
             uuid, offset, start = (None, 0, 0) if isinstance(t, str) else (t.uuid, t.offset, t.char_start)
-            out.append(Candidate(v.text, v.namespace, v.confidence, uuid, offset, v.redacted, start))
+            out.append(Candidate(v.text, v.namespace, v.confidence, uuid, offset, v.redacted, start + v.start,
+                                 v.scope))
     return out
 
 
 def extract_candidates(texts: Iterable[AssistantText | str], *, min_confidence: float | None = None
                        ) -> list[Candidate]:
-    """Candidates from assistant texts and compaction summaries, in order; no de-duplication (the store does that).
+    """Candidates from assistant texts, what the user typed and compaction summaries, in order; no
+    de-duplication (the store does that).
 
     `min_confidence`: the probability floor (None: the threshold shipped with the scorer's weights).
     """

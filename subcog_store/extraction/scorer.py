@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from .sentences import Unit, split_units
+from .cjk import cjk_features, cjk_namespace_cues, is_cjk, spaced
+from .sentences import Unit, cjk_chars, split_units
 
-__all__ = ["Score", "Scorer", "features", "record_features", "namespace_of", "drop_corrected", "WEIGHTS_PATH"]
+__all__ = ["Score", "Scorer", "features", "record_features", "namespace_of", "WEIGHTS_PATH"]
 
 WEIGHTS_PATH = Path(__file__).with_name("scorer_weights.json")
 
@@ -160,9 +161,10 @@ def record_features(units: Sequence[Unit]) -> list[dict[str, float]]:
 
 def features(unit: Unit) -> dict[str, float]:
     """Sparse named features of one unit: `f:` hand-made, `w:`/`b:` words and word pairs, `h:` heading words."""
-    s = unit.text
+    cjk = is_cjk(unit.text)
+    s = spaced(unit.text) if cjk else unit.text
     f: dict[str, float] = {"f:bias_in": 1.0}
-    n = len(s)
+    n = len(s) + (cjk_chars(unit.text) if cjk else 0)  # a CJK character says about what two Latin ones do
     words = s.split()
     f["f:len_short"] = float(n < 50)
     f["f:len_long"] = float(n > 200)
@@ -190,6 +192,9 @@ def features(unit: Unit) -> dict[str, float]:
     for name, rx in _RX.items():
         if rx.search(s):
             f["f:" + name] = 1.0
+    if cjk:   # the same kinds of cue in CJK words (the trained weights know only the English ones)
+        f.update(cjk_features(unit.text))
+        f["f:words_log"] = math.log1p(len(words) + cjk_chars(unit.text) / 2) / 4
     ident = any(f.get(k) for k in ("f:camel", "f:snake", "f:dotted", "f:call", "f:path", "f:allcaps", "f:dir")) \
         or unit.code_spans
     named = ident or f.get("f:acronym") or f.get("f:proper")
@@ -207,6 +212,10 @@ def features(unit: Unit) -> dict[str, float]:
         f["f:decl"] = 1.0  # a present-tense statement, not about the speaker or the reader
         if ident:
             f["f:decl_ident"] = 1.0
+        if f.get("f:neg"):
+            f["f:neg_decl"] = 1.0  # a plain diagnosis: "The root layout doesn't render flash messages."
+    if (f.get("f:number") or unit.code_spans) and (f.get("f:is_are") or f.get("f:assign")) and n < 80 and not chatter:
+        f["f:value_fact"] = 1.0  # a short statement of a value: "Default port is 1100."
     if _STARTS_IDENT.match(s):
         f["f:starts_ident"] = 1.0
     if unit.kind == "item" and f.get("f:marker"):
@@ -221,6 +230,9 @@ def features(unit: Unit) -> dict[str, float]:
             f["n:" + name] = min(hits, 3) / 3
         if rx.search(heading):
             f["n:h_" + name] = 1.0
+    if cjk:
+        for key, value in cjk_namespace_cues(unit.text).items():
+            f[key] = max(f.get(key, 0.0), value)
     toks = tokens(s)
     for t in toks:
         f["w:" + t] = 1.0
@@ -288,53 +300,3 @@ class Scorer:
         """Split one assistant text and score its units."""
         units = split_units(text)
         return list(zip(units, self.score_units(units)))
-
-
-# --- corrections: a later statement about the same subject that contradicts an earlier one wins -------------
-
-_CORRECTION = re.compile(
-    r"\b(?:actually|turns out|turned out|in fact|i was wrong|was wrong|wrong about|correction|false alarm|refuted|"
-    r"not what we thought|no longer|not the cause|isn't the cause|was not the|wasn't the)\b", _I)
-_NEG = re.compile(r"\b(?:not|no|never|cannot|none|without)\b|n't\b", _I)
-_VALUE = re.compile(r"(?<![\w.:/#-])\d+(?:\.\d+)?\s?(?:ms|s|µs|us|ns|kb|mb|gb|%|x|minutes?|seconds?|hours?|days?|"
-                    r"entries|bytes?|req/s|chars?)(?!\w|[.:/-]\w)", _I)  # a value with a unit
-_STOP = set("""the a an and or but if then than that this these those there here with without from into onto over under
-for to of in on at by as is are was were be been being it its it's they them their we our you your i me my he she
-not no so also just only very more most less much many any all some each every both either neither which who whom
-what when where why how can could would should will shall may might must do does did done have has had having
-now still already yet again via per after before while because since until about above below between through
-actually turns turned fact wrong instead rather longer""".split())
-
-
-def _subject(text: str) -> set[str]:
-    """Salient words of a sentence: identifiers and content words of four letters or more."""
-    return {t for t in tokens(text) if t != "<num>" and (len(t) >= 4 or "_" in t) and t not in _STOP}
-
-
-def drop_corrected(texts: Sequence[str], keep: Sequence[bool], *, min_overlap: float = 0.5) -> list[bool]:
-    """`keep` with earlier kept sentences dropped when a later sentence of the same run corrects them.
-
-    A later sentence j corrects an earlier kept sentence i when they share a subject (3 salient words or more,
-    and at least `min_overlap` of the smaller set) and either j carries an explicit correction marker ("actually",
-    "turns out", "no longer", ...) with the opposite negation parity, or both state values with a
-    unit (5 ms, 10 MB, 30%) and share none. Same-polarity repeats are
-    left to the store's deduplication.
-    """
-    subj = [_subject(t) for t in texts]
-    neg = [len(_NEG.findall(t)) % 2 for t in texts]
-    vals = [set(m.group(0).replace(" ", "").lower() for m in _VALUE.finditer(t)) for t in texts]
-    marked = [bool(_CORRECTION.search(t)) for t in texts]
-    out = list(keep)
-    for i in range(len(texts)):
-        if not out[i] or len(subj[i]) < 3:
-            continue
-        for j in range(i + 1, len(texts)):
-            shared = subj[i] & subj[j]
-            if len(shared) < 3 or len(shared) < min_overlap * min(len(subj[i]), len(subj[j])):
-                continue
-            flipped = marked[j] and neg[i] != neg[j]
-            changed = bool(vals[i]) and bool(vals[j]) and not vals[i] & vals[j]
-            if flipped or changed:
-                out[i] = False
-                break
-    return out

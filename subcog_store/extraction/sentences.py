@@ -11,9 +11,12 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-__all__ = ["Unit", "split_units", "split_sentences", "clean_inline", "sentence_sha", "is_candidate", "MIN_CHARS"]
+__all__ = ["Unit", "split_units", "split_sentences", "clean_inline", "sentence_sha", "is_candidate", "MIN_CHARS",
+           "SHORT_MIN_CHARS", "MIN_CJK_CHARS", "cjk_chars"]
 
-MIN_CHARS = 25  # the prefilter: shorter sentences are not units (see is_candidate)
+MIN_CHARS = 25  # the prefilter: shorter sentences are units only when they carry a value (see is_candidate)
+SHORT_MIN_CHARS = 12  # ... a short fact with a value ("Default port is 1100.") from this length on
+MIN_CJK_CHARS = 8  # text without spaces (Chinese, Japanese, Korean): characters are counted, not words
 
 _FENCE = re.compile(r"^(`{3,}|~{3,})")
 _TABLE = re.compile(r"^\|")
@@ -33,9 +36,13 @@ _INLINE = [
 ]
 _CODE_MARK = "\x00"  # wraps a kept code span while sentences are split, so no split happens inside it
 # A boundary: end mark (and closing quote/bracket), space, then something that can start a sentence.
-_BOUNDARY = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[\x00]?[A-Z0-9\x00#@$/~.\u2018\u201c\u2705\u274c\u26a0])")
+_BOUNDARY = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[\x00]?[A-Z0-9\x00#@$/~.\u2018\u201c\u2705\u274c\u26a0])"
+                       r"|(?:(?<=[\u3002\uff01\uff1f])|(?<=[\u3002\uff01\uff1f][\u300d\u300f\uff09)]))\s*(?=[^\s\u300d\u300f\uff09)])")
+# CJK full stops (。！？) end a sentence with or without a space after them (a closing bracket stays with it).
 _ABBREV = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|approx|cf|incl|resp|no|fig|ca|dr|mr|mrs|ms|st)\.|\b[A-Z]\.)$", re.I)
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_VALUE = re.compile(r"\d|\x00")  # a number, or an inline code span (marked): what makes a short sentence a fact
 
 
 @dataclass(frozen=True)
@@ -53,6 +60,7 @@ class Unit:
     n_in_block: int  # sentences in its block (units and non-units)
     code_spans: int  # inline code spans in the sentence
     depth: int  # list nesting depth (0 for paragraphs and top-level items)
+    start: int = 0  # where its paragraph or item starts in the text (a capture may resume there)
 
     def memory_text(self) -> str:
         """What to store: the sentence, prefixed by its lead-in for a list item (`lead: sentence`)."""
@@ -107,11 +115,28 @@ def split_sentences(marked: str) -> list[str]:
     return [s.strip() for s in out if s.strip()]
 
 
-def is_candidate(sentence: str, code_free: str | None = None) -> bool:
-    """The prefilter: at least MIN_CHARS characters and three words outside code spans (not pure code or paths)."""
-    if len(sentence) < MIN_CHARS:
-        return False
-    return len(_WORD.findall(sentence if code_free is None else code_free)) >= 3
+def cjk_chars(text: str) -> int:
+    """Characters of scripts written without spaces (Chinese, Japanese kana and kanji, Korean)."""
+    return len(_CJK.findall(text))
+
+
+def is_candidate(sentence: str, code_free: str | None = None, *, code_spans: int = 0, value: bool = False,
+                 lenient: bool = False) -> bool:
+    """The prefilter (not pure code, paths or "Done."), on the sentence without markdown:
+    - text without spaces: at least MIN_CJK_CHARS CJK characters outside code spans;
+    - otherwise at least MIN_CHARS characters and three words (inline code spans count as words when two real
+      words remain), or at least SHORT_MIN_CHARS characters, two words and a value (`value`: a number or an
+      inline code span: "Default port is 1100.").
+    `lenient` (for labelling): SHORT_MIN_CHARS characters and two words or code spans, whatever else."""
+    prose = sentence if code_free is None else code_free
+    if cjk_chars(prose) >= MIN_CJK_CHARS:
+        return True
+    words = len(_WORD.findall(prose))
+    if lenient:
+        return len(sentence) >= SHORT_MIN_CHARS and words + code_spans >= 2
+    if len(sentence) >= MIN_CHARS and (words >= 3 or (words >= 2 and words + code_spans >= 3)):
+        return True
+    return len(sentence) >= SHORT_MIN_CHARS and words >= 2 and value
 
 
 @dataclass
@@ -122,6 +147,7 @@ class _Block:
     lead: str
     indent: int = 0
     depth: int = 0
+    start: int = 0  # where its first line starts in the text
 
 
 def _blocks(text: str) -> list[_Block]:
@@ -139,7 +165,9 @@ def _blocks(text: str) -> list[_Block]:
             blocks.append(cur)
         cur = None
 
+    pos, at = 0, 0   # where this line starts in the text (the text as split, line ends "\n")
     for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        at, pos = pos, pos + len(line) + 1
         s = _QUOTE.sub("", line).rstrip()
         stripped = s.strip()
         f = _FENCE.match(stripped)
@@ -172,7 +200,7 @@ def _blocks(text: str) -> list[_Block]:
                 lead = clean_inline(" ".join(last_para.lines))
             else:
                 lead = heading
-            cur = _Block([s[item.end():].strip()], "item", heading, lead, indent, len(items))
+            cur = _Block([s[item.end():].strip()], "item", heading, lead, indent, len(items), at)
             items.append(cur)
             continue
         if cur is not None:  # a continuation line (a blank line, rule or table would have ended the block)
@@ -182,7 +210,7 @@ def _blocks(text: str) -> list[_Block]:
         indented = items and len(s) - len(s.lstrip()) > items[-1].indent
         if not indented:
             items = []
-        cur = _Block([stripped], "para", heading, "")
+        cur = _Block([stripped], "para", heading, "", start=at)
         if not indented:
             last_para = cur  # may lead the list that follows (kept if it ends in ':' or is short)
     flush()
@@ -203,8 +231,9 @@ def _is_lead(text: str) -> bool:
     return text.rstrip().endswith(":") or len(text) <= 80
 
 
-def split_units(text: str, *, min_chars: int = MIN_CHARS) -> list[Unit]:
-    """Sentence units of one assistant text, in order; only sentences passing the prefilter (see is_candidate).
+def split_units(text: str, *, min_chars: int = MIN_CHARS, lenient: bool = False) -> list[Unit]:
+    """Sentence units of one text, in order; only sentences passing the prefilter (see is_candidate; `min_chars`
+    raises its length floor, `lenient` is the labelling prefilter).
 
     Each line of a paragraph ends a sentence (assistants do not hard-wrap prose); a list item's continuation
     lines belong to it.
@@ -220,11 +249,14 @@ def split_units(text: str, *, min_chars: int = MIN_CHARS) -> list[Unit]:
         for pos, s in enumerate(sentences):
             plain = s.replace(_CODE_MARK, "").strip()
             code_free = re.sub(r"\x00[^\x00]*\x00", " ", s)
-            if len(plain) < min_chars or not is_candidate(plain, code_free):
+            spans = s.count(_CODE_MARK) // 2
+            if min_chars > MIN_CHARS and len(plain) < min_chars:
+                continue
+            if not is_candidate(plain, code_free, code_spans=spans, value=bool(_VALUE.search(s)), lenient=lenient):
                 continue
             units.append(Unit(
                 text=plain, context=context, heading=b.heading, lead=b.lead if b.kind == "item" else "",
                 kind=b.kind, index=len(units), block=bi, pos=pos, n_in_block=len(sentences),
-                code_spans=s.count(_CODE_MARK) // 2, depth=b.depth,
+                code_spans=spans, depth=b.depth, start=b.start,
             ))
     return units

@@ -3,8 +3,9 @@
 When the client compacts, the model writes a structured summary, stored in the transcript as an `isCompactSummary`
 record. The PreCompact hook prints SUMMARY_INSTRUCTION, which asks the summarizer to end with a short section of
 lasting facts under LASTING_FACTS_HEADING; `summary_facts` reads those lines back. A summary without the section
-(older sessions, a summarizer that ignored it) is judged sentence by sentence instead, minus the sections of the
-client's summary format that never hold lasting facts (`split_sections`, SKIP_SECTIONS).
+(older sessions, a summarizer that ignored it) is read by section instead: the sections of the client's summary
+format that never hold lasting facts are skipped (`split_sections`, SKIP_SECTIONS), the others judged sentence by
+sentence.
 """
 from __future__ import annotations
 
@@ -27,16 +28,20 @@ SUMMARY_INSTRUCTION = (
     'write "- none" if there is nothing lasting.'
 )
 
-# The sections of the client's summary format (its compaction prompt); those in SKIP_SECTIONS quote the user, list
-# what is left to do or describe the moment of compaction: by the labelling guideline never a lasting fact.
+# The sections of the client's summary format (its compaction prompt); those in SKIP_SECTIONS restate the request,
+# log the changes file by file, quote the user, list what is left to do or describe the moment of compaction: by
+# the labelling guideline never a lasting fact (the user's own words are read from their records). The others
+# (errors and fixes, problem solving, key concepts, a summary's own decisions) are judged sentence by sentence,
+# topic labels and status left out.
 KNOWN_SECTIONS = frozenset({
     "analysis", "summary", "primary request and intent", "key technical concepts", "files and code sections",
     "errors and fixes", "problem solving", "all user messages", "pending tasks", "current work",
     "optional next step",
 })
-SKIP_SECTIONS = frozenset({"all user messages", "pending tasks", "current work", "optional next step"})
-# The section the format reserves for the session's concepts: its items are kept unless they are chatter (the
-# labelling guideline names it as lasting; in the labelled summaries 42 of its 48 units are lasting facts).
+SKIP_SECTIONS = frozenset({"all user messages", "pending tasks", "current work", "optional next step",
+                           "files and code sections", "primary request and intent"})
+# The section the format reserves for the session's concepts: its items that say something (not a topic label,
+# not chatter or status) are kept (in the labelled training summaries 42 of its 48 units are lasting facts).
 FACT_SECTIONS = frozenset({"key technical concepts"})
 
 _TITLE = re.compile(r"^ {0,3}(?:#{1,6}\s*)?(?:\*\*|__)?(?:\d{1,2}[.)]\s*)?(?:\*\*|__)?\s*"

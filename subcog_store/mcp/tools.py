@@ -200,25 +200,32 @@ class Tools:
     def _search(self, query: str, limit: int = 5, namespace: str | None = None) -> str:
         from subcog_store.db import locks
         from subcog_store.recall import inject
+        from subcog_store.recall.session_search import search_all
 
         if not 1 <= limit <= MAX_LIMIT:
             raise ToolError(f"limit must be from 1 to {MAX_LIMIT}")
         started = time.perf_counter()
         store = self.store
-        found = store.search(query, domain=self.domain, namespace=namespace, limit=limit)
+        found = search_all(store, query, domain=self.domain, namespace=namespace, limit=limit)
         lines = []
-        for h in found.hits:
-            m = h.memory
-            cos = f" cos {h.similarity:.2f}" if h.similarity is not None else ""
-            old = f" OUTDATED (updated by {h.outdated_by})" if h.outdated_by else ""
-            old += f" POSSIBLY OUTDATED ({_one_line(h.code_mark, 200)})" if h.code_mark else ""
-            lines.append(f"- {m.urn} [{m.namespace}] {h.score:.4f}{cos}{old}: {_one_line(m.content)}")
+        for f in found.items:   # memories (the project's and the developer's preferences), then sessions' text
+            cos = f" cos {f.similarity:.2f}" if f.similarity is not None else ""
+            if f.kind == "memory":
+                h, m = f.hit, f.hit.memory
+                old = f" OUTDATED (updated by {h.outdated_by})" if h.outdated_by else ""
+                old += f" POSSIBLY OUTDATED ({_one_line(h.code_mark, 200)})" if h.code_mark else ""
+                lines.append(f"- {m.urn} [{m.namespace}] {h.score:.4f}{cos}{old}: {_one_line(m.content)}")
+            else:
+                lines.append(f"- {f.ref} [earlier session, {f.hit.role}] {f.hit.score:.4f}{cos}: "
+                             f"{_one_line(f.text)}")
         how = found.method + (f"; {found.note}" if found.note else "")
         head = f"{len(lines)} {'memory' if len(lines) == 1 else 'memories'} of this project ({how})" + \
             (":" if lines else ".")
         text = "\n".join([head, *lines])
-        recall = inject.Recall(text=text, memory_ids=[h.memory.id for h in found.hits],
-                               scores=[round(h.score, 6) for h in found.hits], method=found.method, reason=found.note)
+        recall = inject.Recall(text=text, memory_ids=[f.hit.memory.id if f.kind == "memory" else f.ref
+                                                      for f in found.items],
+                               scores=[round(f.hit.score, 6) for f in found.items], method=found.method,
+                               reason=found.note)
         try:   # best effort: a hook's capture holding the lock does not hold us
             with locks.best_effort(store.con):
                 inject.log(store, recall, hook="mcp-search", domain=self.domain, session_id=None, query=query,

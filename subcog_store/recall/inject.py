@@ -24,7 +24,9 @@ from subcog_store.db import citations, memories, recall_log
 from subcog_store.db.connection import immediate
 from subcog_store.db.deferred import Write, write_now
 from subcog_store.db.memories import Memory
-from subcog_store.recall.search import search
+from subcog_store.recall.scopes import search_with_user_scope
+from subcog_store.recall.session_search import excerpt, search_session_text
+from subcog_store.scope import USER_DOMAIN
 from subcog_store.text.normalize import fingerprint
 
 if TYPE_CHECKING:
@@ -137,8 +139,9 @@ def prompt_context(store: "Core", prompt: str, domain: str, session_id: str | No
     budget = state.budget(store, int(s.recall_prompt_tokens))
     if budget <= 0 or int(s.recall_prompt_limit) <= 0:
         return Recall(reason="token budget used up")
-    found = search(store, prompt, domain=domain, limit=max(3 * int(s.recall_prompt_limit), 10),
-                   exclude=state.excluded, use_model=use_model)
+    found = search_with_user_scope(store, prompt, domain=domain, use_model=use_model,
+                                   limit=max(3 * int(s.recall_prompt_limit), 10) + len(state.injected))
+    bar = None
     if found.method == "hybrid":
         bar = prompt_bar(found.vector_scores, float(s.recall_min_similarity))
         level = prompt_level(found.vector_scores)
@@ -147,6 +150,8 @@ def prompt_context(store: "Core", prompt: str, domain: str, session_id: str | No
     else:
         gate = [h for h in found.hits if (h.text_match or 0.0) >= float(s.recall_min_text_match)
                 and (h.text_rank is not None)]
+    answered = bool(gate)   # a memory answers (given now or earlier in the session): no session text needed
+    gate = [h for h in gate if not state.excluded(h.memory)]
     chosen = {h.memory.id for h in gate}
     gate = [h for h in gate if not (h.outdated_by and h.outdated_by in chosen)]  # the successor says it all
     recall = Recall(method=found.method)
@@ -159,6 +164,8 @@ def prompt_context(store: "Core", prompt: str, domain: str, session_id: str | No
         lines.append(candidate)
         recall.memory_ids.append(h.memory.id)
         recall.scores.append(round(h.similarity if found.method == "hybrid" else (h.text_match or 0.0), 4))
+    if not answered and recall.reason is None and s.session_text_enabled:
+        _add_session_text(store, prompt, domain, state, bar, lines, recall, budget)
     if lines:
         recall.text = "\n".join([header, *lines])
     elif recall.reason is None:
@@ -166,6 +173,32 @@ def prompt_context(store: "Core", prompt: str, domain: str, session_id: str | No
     if found.note and found.method == "text":
         recall.reason = f"{recall.reason + '; ' if recall.reason else ''}{found.note}"
     return recall
+
+
+def _add_session_text(store: "Core", prompt: str, domain: str, state: SessionState, bar: float | None,
+                      lines: list[str], recall: Recall, budget: int) -> None:
+    """When no memory answers, the sessions' text that clears the memories' gate (`bar`; None: the text side alone)
+    and also holds the prompt's words (a long text is near many prompts; recall/session_search.py), one passage
+    each: the assistant's text or a summary (what the user typed is searchable, not offered: a question answers
+    nothing), never the current session's own, never one already given in this session."""
+    s = store.settings
+    hybrid = bar is not None
+    for h in search_session_text(store, prompt, domain=domain, limit=int(s.recall_prompt_limit),
+                                 use_model=hybrid, exclude_session=state.session_id):
+        by_words = h.text_match >= float(s.recall_min_text_match) and h.text_rank is not None
+        passes = by_words and (not hybrid or (h.similarity or -1.0) >= bar)
+        if not passes or h.role == "user" or h.ref in state.injected:   # a question the user asked answers nothing
+            continue
+        if len(lines) >= int(s.recall_prompt_limit):
+            break
+        candidate = f"- [earlier session, {h.role}{', ' + h.said_at[:10] if h.said_at else ''}] " \
+                    f"{excerpt(h.content, prompt)} ({h.ref})"
+        if tokens("\n".join([PROMPT_HEADER, *lines, candidate])) > budget:
+            recall.reason = "token budget"
+            break
+        lines.append(candidate)
+        recall.memory_ids.append(h.ref)
+        recall.scores.append(round(h.similarity if hybrid else h.text_match, 4))
 
 
 def start_index(store: "Core", domain: str, session_id: str | None, budget_tokens: int | None = None,
@@ -178,7 +211,8 @@ def start_index(store: "Core", domain: str, session_id: str | None, budget_token
     if budget <= 0:
         return Recall(method="index", reason="token budget used up")
     now = store.clock()
-    rows = memories.most_important(store.con, domain, INDEX_CANDIDATES)
+    rows = [m for scope in dict.fromkeys([domain, USER_DOMAIN])   # the project's, then the preferences
+            for m in memories.most_important(store.con, scope, INDEX_CANDIDATES)]
     marked = citations.marks(store.con, [m.id for m in rows])   # the code no longer bears them out
     current = [m for m in rows if not m.successor_id and m.id not in marked and not state.excluded(m)]
 

@@ -1,0 +1,241 @@
+"""What a capture keeps, end to end through the hook and a real store with the real model (issue 25):
+nothing dropped silently, one memory per fact in a project, the user's words, preferences that follow the
+developer, status left out, and every session's text searchable below the curated memories."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import apsw
+import pytest
+
+from subcog_store.claude_code.handlers import pre_compact
+from subcog_store.capture.session import HookOptions
+from subcog_store.claude_code.recall_hooks import user_prompt_submit
+from subcog_store.scope import USER_DOMAIN, domain_for
+from subcog_store.store import Store
+
+SERVICES = ["billing", "auth", "search", "checkout", "inventory", "shipping", "email", "reports", "gateway", "media"]
+
+
+@pytest.fixture(autouse=True)
+def hook_env(monkeypatch, tmp_path):
+    import os
+
+    for key in [k for k in os.environ if k.startswith("SUBCOG_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("SUBCOG_HOOK_LOG", str(tmp_path / "hook.log"))
+    monkeypatch.setenv("SUBCOG_WORKER_ENABLED", "false")
+    for name in ("shop", "blog"):
+        (tmp_path / name).mkdir()
+
+
+def project(tmp_path: Path, name: str = "shop") -> str:
+    """The domain of a project folder (as the hooks derive it from the client's cwd)."""
+    return domain_for(tmp_path / name)
+
+
+def record(kind: str, text: str, n: int) -> str:
+    content = text if kind == "user" else [{"type": "text", "text": text}]
+    return json.dumps({"type": kind, "uuid": f"{kind}-{n}", "sessionId": "s", "isSidechain": False,
+                       "timestamp": f"2026-11-20T09:{n:02d}:00Z", "message": {"role": kind, "content": content}}) + "\n"
+
+
+def transcript(tmp_path: Path, turns: list[tuple[str, str]], name: str = "t.jsonl") -> Path:
+    path = tmp_path / name
+    path.write_text("".join(record(kind, text, i) for i, (kind, text) in enumerate(turns)))
+    return path
+
+
+def capture(db: Path, path: Path, folder: str = "shop", session: str = "sess-1"):
+    """The pre-compact hook on `path`, run in the project folder `folder` next to it."""
+    raw = json.dumps({"session_id": session, "transcript_path": str(path),
+                      "cwd": str(path.parent / folder)}).encode()
+    return pre_compact(raw, HookOptions(db=db, budget_secs=120))
+
+
+def rows(db: Path, sql: str, params=()) -> list[tuple]:
+    con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return con.execute(sql, params).fetchall()
+    finally:
+        con.close()
+
+
+def memories(db: Path) -> list[dict]:
+    names = ("id", "domain", "namespace", "content", "status", "successor_id")
+    return [dict(zip(names, r)) for r in rows(db, f"select {', '.join(names)} from memories order by seq")]
+
+
+# -- nothing dropped silently ------------------------------------------------------------------------------------
+
+def test_the_billing_and_auth_timeouts_are_two_memories(tmp_path):
+    db = tmp_path / "m.db"
+    path = transcript(tmp_path, [
+        ("assistant", "We decided that the billing service uses a 30 second timeout for its upstream calls, because "
+                      "Stripe is slow at month end."),
+        ("assistant", "Now let me look at the auth client."),
+        ("assistant", "The auth service uses a 5 second timeout for its upstream calls because the identity provider "
+                      "answers in under 100 ms."),
+    ])
+    run = capture(db, path)
+    texts = [m["content"] for m in memories(db) if m["status"] == "active"]
+    assert any("billing" in t and "30 second" in t for t in texts), run.report()
+    assert any("auth" in t and "5 second" in t for t in texts), run.report()
+    assert all(m["successor_id"] is None for m in memories(db))   # different subjects: nothing is outdated
+
+
+def test_twenty_decisions_about_ten_services_are_all_kept(tmp_path):
+    db = tmp_path / "m.db"
+    turns = []
+    for i, svc in enumerate(SERVICES):
+        turns.append(("assistant", f"We decided that the {svc} service retries failed upstream calls {i + 2} times "
+                                   f"with exponential backoff, because its dependencies drop connections under load."))
+        turns.append(("assistant", f"Decision: the {svc} service caches its configuration for {10 * (i + 1)} "
+                                   f"minutes, since configuration changes are rare."))
+    capture(db, transcript(tmp_path, turns))
+    active = [m["content"] for m in memories(db) if m["status"] == "active"]
+    for i, svc in enumerate(SERVICES):
+        assert any(svc in t and f"{i + 2} times" in t for t in active), svc
+        assert any(svc in t and f"{10 * (i + 1)} minutes" in t for t in active), svc
+
+
+def test_a_later_correction_links_the_earlier_statement_as_outdated(tmp_path):
+    db = tmp_path / "m.db"
+    path = transcript(tmp_path, [
+        ("assistant", "Important: the Redis session cache for the login flow keeps entries for 5 minutes."),
+        ("assistant", "Let me check the login flow once more."),
+        ("assistant", "Important: the Redis session cache for the login flow keeps entries for 10 minutes."),
+    ])
+    capture(db, path)
+    old = [m for m in memories(db) if "5 minutes" in m["content"]]
+    new = [m for m in memories(db) if "10 minutes" in m["content"]]
+    assert len(old) == len(new) == 1 and old[0]["successor_id"] == new[0]["id"]   # kept, marked as outdated
+    logged = rows(db, "select decision from dedup_log where memory_id = ?", (new[0]["id"],))
+    assert ("changed_fact",) in logged
+
+
+# -- one memory per fact in a project -----------------------------------------------------------------------------
+
+def test_a_hook_capture_matches_an_active_memory_of_another_namespace(tmp_path):
+    db = tmp_path / "m.db"
+    with Store(db) as store:
+        first = store.capture("Decision: the release pipeline signs every artifact with the cosign key kept in the "
+                              "vault, and the deploy job rejects unsigned artifacts.", "security", project(tmp_path))
+    run = capture(db, transcript(tmp_path, [   # the hook's namespace guess for it: decisions
+        ("assistant", "Decision: the release pipeline signs every artifact with the cosign key kept in the vault, "
+                      "and the deploy job rejects unsigned artifacts."),
+    ]))
+    assert len([m for m in memories(db) if m["status"] == "active"]) == 1
+    skipped = run.report()["skipped"]
+    assert skipped and skipped[0]["matched_urn"] == first.urn   # reported with the memory's URN
+
+
+def test_an_explicit_capture_keeps_the_namespace_scope(tmp_path):
+    with Store(tmp_path / "m.db") as store:
+        text = "The release pipeline signs every artifact with the cosign key kept in the vault."
+        assert store.capture(text, "security", "shop").stored
+        assert store.capture(text, "decisions", "shop").stored   # CLI / MCP: scope is (domain, namespace)
+
+
+# -- status is not a memory; the user's words are -------------------------------------------------------------------
+
+def test_status_lines_are_not_memories(tmp_path):
+    db = tmp_path / "m.db"
+    capture(db, transcript(tmp_path, [
+        ("assistant", "The checkout module currently has a compile error in the cart reducer."),
+        ("assistant", "The migration for the orders table is NOT committed yet."),
+        ("assistant", "All 212 tests pass and lint is clean after the refactor of the cart reducer."),
+        ("assistant", "PR #75 is merged into main with the timeout fix for the gateway."),
+    ]))
+    assert memories(db) == []
+
+
+def test_the_users_choices_are_decisions_in_words_that_stand_alone(tmp_path):
+    db = tmp_path / "m.db"
+    capture(db, transcript(tmp_path, [
+        ("user", "Let's get started on the shop API. I want to use FastAPI with PostgreSQL, Redis for caching, and "
+                 "run everything in Docker. Python 3.12."),
+        ("assistant", "Sounds good, I'll set it up."),
+        ("user", "can you look at the failing test?"),
+    ]))
+    decisions = [m for m in memories(db) if m["namespace"] == "decisions"]
+    assert len(decisions) == 1 and decisions[0]["content"].startswith("The project uses FastAPI with PostgreSQL")
+    assert "Python 3.12" in decisions[0]["content"] and decisions[0]["domain"] == project(tmp_path)
+
+
+def test_preferences_follow_the_developer_and_project_facts_stay_home(tmp_path):
+    db = tmp_path / "m.db"
+    capture(db, transcript(tmp_path, [
+        ("user", "Always add type hints to Python functions."),
+        ("assistant", "Decision: the shop API stores carts in Redis hashes keyed by user id with a 7 day TTL."),
+    ]))
+    prefs = [m for m in memories(db) if m["domain"] == USER_DOMAIN]
+    assert [m["content"] for m in prefs] == ["Developer preference: always add type hints to Python functions."]
+    # another project: the preference comes back, the shop's cart decision never does
+    payload = {"session_id": "other-1", "prompt": "should I add type hints to the Python functions here?",
+               "cwd": str(tmp_path / "blog")}
+    out = user_prompt_submit(payload, db, use_model=True)
+    cart = user_prompt_submit({**payload, "prompt": "how are carts stored in Redis and for how long?"}, db,
+                              use_model=True)
+    assert "type hints" in out and "Redis" not in cart
+
+
+# -- every session's text searchable ---------------------------------------------------------------------------------
+
+def test_what_extraction_misses_is_found_in_the_sessions_text_below_the_memories(tmp_path):
+    from subcog_store.recall.session_search import search_all
+
+    db = tmp_path / "m.db"
+    turns = [("user", "hmm the nightly export job keeps dying, any idea?"),
+             ("assistant", "Looked at it: the box only has 512 MB, and the export peaks around 900 MB when the "
+                           "archive is zipped in memory. Streaming the zip fixed it."),
+             ("assistant", "Decision: the nightly export streams the zip archive to disk instead of building it in "
+                           "memory, because the box only has 512 MB.")]
+    capture(db, transcript(tmp_path, turns))
+    capture(db, transcript(tmp_path, turns, "again.jsonl"), session="sess-2")   # the same text read again
+    assert rows(db, "select count(*) from session_text")[0][0] == 2   # by turn, stored once, linked to sess-1
+    assert {r[0] for r in rows(db, "select session_id from session_text")} == {"sess-1"}
+    with Store(db) as store:
+        found = search_all(store, "how much memory does the export peak at when zipping?",
+                           domain=project(tmp_path)).items
+        assert found[0].kind == "memory"                                          # the curated memory first ...
+        assert any(f.kind == "session" and "900 MB" in f.text for f in found)  # ... the session's words below
+        assert search_all(store, "export", domain=project(tmp_path, "blog")).items == []   # never another's
+
+
+def test_the_sessions_text_is_redacted(tmp_path):
+    db = tmp_path / "m.db"
+    key = "sk-ant-abcdefghijklmnopqrstuvwxyz123456"
+    capture(db, transcript(tmp_path, [("user", f"use this key for the test run: {key} thanks"),
+                                      ("assistant", "Got it, running the suite with the key from the vault.")]))
+    texts = " ".join(r[0] for r in rows(db, "select content from session_text"))
+    assert key not in texts and "[REDACTED]" in texts
+
+
+def test_japanese_decisions_are_captured(tmp_path):
+    db = tmp_path / "m.db"
+    capture(db, transcript(tmp_path, [
+        ("assistant", "出力フォーマットは JSON と NDJSON に統一することに決定しました。"),
+        ("assistant", "まず、既存のコードベースを調査します。"),
+    ]))
+    texts = [m["content"] for m in memories(db)]
+    assert any("NDJSON" in t for t in texts) and not any("調査します" in t for t in texts)
+
+
+def test_search_with_sessions_on_the_command_line(tmp_path, monkeypatch, capsys):
+    from helpers import cli_in_process
+
+    db = tmp_path / "m.db"
+    capture(db, transcript(tmp_path, [
+        ("user", "why does the nightly export die?"),
+        ("assistant", "The box only has 512 MB, and the export peaks around 900 MB when the archive is zipped in "
+                      "memory; I switched the job to stream the zip to disk."),
+    ]))
+    code, out, _ = cli_in_process(monkeypatch, capsys, "--db", str(db), "search", "--sessions", "--json",
+                                  "--domain", project(tmp_path), "how much memory does the nightly export need?")
+    results = json.loads(out)["results"]
+    assert code == 0 and any(r["kind"] == "session" and "900 MB" in r["content"] for r in results)
+    code, out, _ = cli_in_process(monkeypatch, capsys, "--db", str(db), "search", "--json", "--domain",
+                                  project(tmp_path), "how much memory does the nightly export need?")
+    assert code == 0 and all("urn" in r for r in json.loads(out)["results"])   # without --sessions: memories only
