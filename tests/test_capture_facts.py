@@ -239,3 +239,32 @@ def test_search_with_sessions_on_the_command_line(tmp_path, monkeypatch, capsys)
     code, out, _ = cli_in_process(monkeypatch, capsys, "--db", str(db), "search", "--json", "--domain",
                                   project(tmp_path), "how much memory does the nightly export need?")
     assert code == 0 and all("urn" in r for r in json.loads(out)["results"])   # without --sessions: memories only
+
+
+@pytest.mark.parametrize("kept", [True, False])
+def test_the_prompt_hook_offers_the_sessions_text_below_a_memory_that_leaves_room(tmp_path, kept):
+    db = tmp_path / "m.db"
+    capture(db, transcript(tmp_path, [
+        ("user", "hmm the nightly export job keeps dying, any idea?"),
+        ("assistant", "Decision: the nightly export streams the zip archive to disk instead of building it in "
+                      "memory, because the box only has 512 MB. Before the change the export peaked at about "
+                      "900 MB of memory while zipping, so the kernel killed it."),
+    ]))
+    peak = [m["id"] for m in memories(db) if "900 MB" in m["content"]]
+    assert len(peak) == 1 and len(memories(db)) == 2
+    if not kept:   # as if extraction had missed it: only the session's text still holds it
+        with Store(db) as store:
+            store.forget(peak[0])
+    payload = {"session_id": "later-1", "prompt": "how much memory did the nightly export peak at while zipping?",
+               "cwd": str(tmp_path / "shop")}
+    out = json.loads(user_prompt_submit(payload, db, use_model=True))["hookSpecificOutput"]["additionalContext"]
+    lines = out.splitlines()
+    first = next(i for i, line in enumerate(lines) if "streams the zip archive to disk" in line)
+    passages = [i for i, line in enumerate(lines) if "[earlier session" in line]
+    if kept:   # no passage repeats what the memories above it say
+        assert any("900 MB" in line for line in lines[:first + 2]) and passages == [], out
+    else:      # the session's own words, in the place the memory left, without the memory's sentence
+        assert len(passages) == 1 and first < passages[0], out
+        assert "900 MB" in lines[passages[0]] and "streams the zip archive" not in lines[passages[0]], out
+    assert user_prompt_submit({**payload, "session_id": "later-2", "prompt": "which CSS framework do we use?"},
+                              db, use_model=True) == ""

@@ -27,6 +27,7 @@ from subcog_store.db.memories import Memory
 from subcog_store.recall.scopes import search_with_user_scope
 from subcog_store.recall.session_search import excerpt, search_session_text
 from subcog_store.scope import USER_DOMAIN
+from subcog_store.text.textsim import significant_tokens
 from subcog_store.text.normalize import fingerprint
 
 if TYPE_CHECKING:
@@ -150,22 +151,24 @@ def prompt_context(store: "Core", prompt: str, domain: str, session_id: str | No
     else:
         gate = [h for h in found.hits if (h.text_match or 0.0) >= float(s.recall_min_text_match)
                 and (h.text_rank is not None)]
-    answered = bool(gate)   # a memory answers (given now or earlier in the session): no session text needed
+    answered_before = bool(gate)   # memories answer, perhaps all given earlier in the session
     gate = [h for h in gate if not state.excluded(h.memory)]
     chosen = {h.memory.id for h in gate}
     gate = [h for h in gate if not (h.outdated_by and h.outdated_by in chosen)]  # the successor says it all
     recall = Recall(method=found.method)
     lines: list[str] = []
+    shown: list[str] = []
     for h in gate[: int(s.recall_prompt_limit)]:
         candidate = line(h.memory, outdated=bool(h.outdated_by), code_mark=h.code_mark)
         if tokens("\n".join([header, *lines, candidate])) > budget:
             recall.reason = "token budget"
             break
         lines.append(candidate)
+        shown.append(h.memory.content)
         recall.memory_ids.append(h.memory.id)
         recall.scores.append(round(h.similarity if found.method == "hybrid" else (h.text_match or 0.0), 4))
-    if not answered and recall.reason is None and s.session_text_enabled:
-        _add_session_text(store, prompt, domain, state, bar, lines, recall, budget)
+    if recall.reason is None and s.session_text_enabled and (lines or not answered_before):
+        _add_session_text(store, prompt, domain, state, bar, lines, recall, budget, shown)   # in the places left
     if lines:
         recall.text = "\n".join([header, *lines])
     elif recall.reason is None:
@@ -176,13 +179,16 @@ def prompt_context(store: "Core", prompt: str, domain: str, session_id: str | No
 
 
 def _add_session_text(store: "Core", prompt: str, domain: str, state: SessionState, bar: float | None,
-                      lines: list[str], recall: Recall, budget: int) -> None:
-    """When no memory answers, the sessions' text that clears the memories' gate (`bar`; None: the text side alone)
-    and also holds the prompt's words (a long text is near many prompts; recall/session_search.py), one passage
-    each: the assistant's text or a summary (what the user typed is searchable, not offered: a question answers
-    nothing), never the current session's own, never one already given in this session."""
+                      lines: list[str], recall: Recall, budget: int, shown: list[str] = ()) -> None:
+    """Into the places the memories left (`recall_prompt_limit` lines; none when the memories that answer were all
+    given earlier in this session), the sessions' text that clears the memories' gate (`bar`; None: the text side
+    alone) and also holds the prompt's words (a long text is near many prompts; recall/session_search.py), one
+    passage each, below the memories: the assistant's text or a summary (what the user typed is searchable, not
+    offered: a question answers nothing), never the current session's own, never one already given in it, and
+    without the sentences of the memories `shown` above it (nothing left that holds a word of the prompt: none)."""
     s = store.settings
     hybrid = bar is not None
+    asked = significant_tokens(prompt)
     for h in search_session_text(store, prompt, domain=domain, limit=int(s.recall_prompt_limit),
                                  use_model=hybrid, exclude_session=state.session_id):
         by_words = h.text_match >= float(s.recall_min_text_match) and h.text_rank is not None
@@ -191,14 +197,25 @@ def _add_session_text(store: "Core", prompt: str, domain: str, state: SessionSta
             continue
         if len(lines) >= int(s.recall_prompt_limit):
             break
+        rest = without_shown(h.content, shown)
+        if not asked & significant_tokens(rest):   # the memories above already say what it holds of the prompt
+            continue
         candidate = f"- [earlier session, {h.role}{', ' + h.said_at[:10] if h.said_at else ''}] " \
-                    f"{excerpt(h.content, prompt)} ({h.ref})"
+                    f"{excerpt(rest, prompt)} ({h.ref})"
         if tokens("\n".join([PROMPT_HEADER, *lines, candidate])) > budget:
             recall.reason = "token budget"
             break
         lines.append(candidate)
         recall.memory_ids.append(h.ref)
         recall.scores.append(round(h.similarity if hybrid else h.text_match, 4))
+
+
+def without_shown(content: str, shown: list[str]) -> str:
+    """`content` without the text of the memories `shown` (whitespace folded): what it adds to them."""
+    rest = " ".join(content.split())
+    for memory in shown:
+        rest = rest.replace(" ".join(memory.split()), " ")
+    return " ".join(rest.split())
 
 
 def start_index(store: "Core", domain: str, session_id: str | None, budget_tokens: int | None = None,
