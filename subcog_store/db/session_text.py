@@ -1,4 +1,4 @@
-"""The `session_text` table group (migration 016): every session's text, searchable beside the memories.
+"""The `session_text` table group (migration 017): every session's text, searchable beside the memories.
 
 One writer for its rows, their full-text index (triggers) and their vectors; the readers search.py needs.
 """

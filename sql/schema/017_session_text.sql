@@ -1,4 +1,4 @@
--- name: 016_session_text
+-- name: 017_session_text
 -- Every session's text, searchable beside the curated memories: what the user typed, the assistant's text and
 -- the compaction summaries, one row per turn (a long turn in paragraph-aligned pieces), secrets redacted, each
 -- text once per domain (the same turn read again, or repeated, is not stored twice), linked to its session.
