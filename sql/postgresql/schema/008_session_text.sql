@@ -1,4 +1,4 @@
--- name: 007_session_text
+-- name: 008_session_text
 -- Every session's text, searchable beside the curated memories (as SQLite's 017_session_text): one row per turn
 -- (a long turn in pieces), secrets redacted, each text once per domain, linked to its session. The text side is a
 -- generated tsvector with a GIN index (SQLite: the FTS5 table session_text_fts), the vectors a pgvector table
