@@ -20,9 +20,17 @@ __all__ = ["store_chunks", "to_embed", "store_vectors", "knn", "bm25", "by_ids",
            "term_counts"]
 
 
+def _postgres(con: object) -> bool:
+    """A PostgreSQL store (postgres/adapter.py): its schema has the tables (sql/postgresql/schema/008), but the
+    queries here are SQLite's (FTS5, vec0), so the sessions' text is neither kept nor searched there yet."""
+    return getattr(con, "dialect", "sqlite") != "sqlite"
+
+
 def store_chunks(con: "apsw.Connection", domain: str, session_id: str | None, chunks: Iterable["Chunk"],
                  now: str) -> int:
     """Store the chunks of a session (a text the domain already holds is left alone); returns how many were new."""
+    if _postgres(con):   # the sessions' text is kept in SQLite stores only (see _postgres)
+        return 0
     added = 0
     with immediate(con):
         for c in chunks:
@@ -35,11 +43,15 @@ def store_chunks(con: "apsw.Connection", domain: str, session_id: str | None, ch
 
 def to_embed(con: "apsw.Connection", limit: int) -> list[tuple[int, str, str]]:
     """(id, domain, content) of texts still without a vector, oldest first."""
+    if _postgres(con):   # the sessions' text is kept in SQLite stores only (see _postgres)
+        return []
     return [tuple(r) for r in con.execute(q("session_text_to_embed"), {"limit": limit})]
 
 
 def store_vectors(con: "apsw.Connection", rows: Sequence[tuple[int, str, "np.ndarray"]]) -> None:
     """The vectors of texts `to_embed` returned, in one transaction."""
+    if _postgres(con):   # the sessions' text is kept in SQLite stores only (see _postgres)
+        return
     with immediate(con):
         for text_id, domain, vector in rows:
             con.execute(q("insert_session_text_vector"), {"id": text_id, "domain": domain,
@@ -49,17 +61,23 @@ def store_vectors(con: "apsw.Connection", rows: Sequence[tuple[int, str, "np.nda
 
 def knn(con: "apsw.Connection", vector: "np.ndarray", domain: str, k: int) -> list[tuple[int, float]]:
     """(id, cosine) of the k texts of `domain` nearest to `vector`."""
+    if _postgres(con):   # the sessions' text is kept in SQLite stores only (see _postgres)
+        return []
     return [(int(i), float(s)) for i, s in con.execute(q("search_session_text_knn"), {
         "embedding": vector.astype("float32").tobytes(), "k": k, "domain": domain})]
 
 
 def bm25(con: "apsw.Connection", fts_query: str, domain: str, k: int) -> list[int]:
     """Ids of the texts of `domain` best matching an FTS5 query, best first."""
+    if _postgres(con):   # the sessions' text is kept in SQLite stores only (see _postgres)
+        return []
     return [int(r[0]) for r in con.execute(q("search_session_text_fts"), {"query": fts_query, "domain": domain,
                                                                           "k": k})]
 
 
 def by_ids(con: "apsw.Connection", ids: Sequence[int]) -> dict[int, dict]:
+    if _postgres(con):   # the sessions' text is kept in SQLite stores only (see _postgres)
+        return {}
     if not ids:
         return {}
     return {r["id"]: r for r in dict_rows(con.execute(q("session_text_by_ids"), {"ids": json.dumps(list(ids))}))}
@@ -72,11 +90,15 @@ def counts(con: "apsw.Connection", domain: str) -> dict:
 
 def vector_of(con: "apsw.Connection", text_id: int) -> bytes | None:
     """The stored vector of a session text (float32 bytes), or None."""
+    if _postgres(con):   # the sessions' text is kept in SQLite stores only (see _postgres)
+        return
     row = con.execute(q("session_text_vector_of"), {"id": text_id}).fetchone()
     return row[0] if row and row[0] else None
 
 
 def term_counts(con: "apsw.Connection", terms: Sequence[str]) -> list[tuple[str, int, int]]:
     """(term, session texts holding it, session texts in all) for each term."""
+    if _postgres(con):   # the sessions' text is kept in SQLite stores only (see _postgres)
+        return []
     return [(r[0], int(r[1]), int(r[2])) for r in con.execute(q("session_term_document_counts"),
                                                               {"terms": json.dumps(list(terms))})]
