@@ -238,3 +238,16 @@ left join captured c on c.session_id = s.session_id
 left join injected i on i.session_id = s.session_id
 order by last_at desc
 limit %(limit)s;
+
+-- name: namespaces_in_use
+-- The namespaces (of those given, a JSON array) holding an active memory of the domain: a project-wide check
+-- looks in them (one index probe each).
+select n.value as namespace
+from jsonb_array_elements_text(%(namespaces)s::jsonb) n (value)
+where exists (
+  select 1
+  from memories as m
+  where m.namespace = n.value
+    and m.domain = %(domain)s
+    and m.status = 'active'
+);
