@@ -78,7 +78,7 @@ def post_tool_use_failure(payload: HookEvent | Mapping, db: Path, use_model: boo
         if not store.settings.recall_enabled or not store.settings.code_enabled:
             return ""
         try:
-            recall = touch.error_context(store, domain, session_id, error, use_model=use_model or store.model_loaded)
+            recall = touch.error_context(store, domain, session_id, error, use_model=use_model or store.vectors.loaded)
         except InvalidInput as e:   # nothing searchable in it
             recall = inject.Recall(method="error", reason=f"nothing to search: {e}")
         out = _answer(on_answer, "PostToolUseFailure", recall.text)
