@@ -26,11 +26,12 @@ SECRET = "glpat-" + "FAKEa1b2c3d4e5f6g7h8"
 
 
 @pytest.fixture
-def setup(tmp_path: Path, embedder) -> dict:
-    """A project folder, its domain, and a store holding one memory of another project."""
+def setup(tmp_path: Path, embedder, store_target) -> dict:
+    """A project folder, its domain, and a store holding one memory of another project (a SQLite file, or a
+    PostgreSQL database where the test's `backend` is "postgresql")."""
     proj = tmp_path / "proj"
     proj.mkdir()
-    db = tmp_path / "memories.db"
+    db = store_target()
     with Store(db, embedder=embedder, environ={}) as store:
         other = store.capture("The invoices service retries failed card payments three times.", "decisions", OTHER)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SUBCOG_", "CLAUDE_"))}
@@ -44,13 +45,18 @@ def text(result) -> str:
 
 # -- a session with the SDK's client ---------------------------------------------------------------------------
 
-def test_a_session_with_every_tool(setup: dict) -> None:
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"], indirect=True)
+def test_a_session_with_every_tool(setup: dict, backend: str) -> None:
+    """The same session on a SQLite file and on PostgreSQL (`SUBCOG_DB=postgresql://...`, the server started by
+    `subcog-store mcp` in its own process, a hook's capture from a third process seen by the next search)."""
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
     domain, other = setup["domain"], setup["other"]
     cmd = cli_command()
-    params = StdioServerParameters(command=cmd[0], args=[*cmd[1:], "mcp"], env=setup["env"], cwd=str(setup["proj"]))
+    server_env = {k: v for k, v in setup["env"].items() if k != "SUBCOG_DB"}   # the store named by --db alone
+    params = StdioServerParameters(command=cmd[0], args=[*cmd[1:], "--db", str(setup["db"]), "mcp"], env=server_env,
+                                   cwd=str(setup["proj"]))
     out: dict = {}
 
     async def session() -> None:
