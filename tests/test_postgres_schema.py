@@ -235,21 +235,33 @@ def test_a_server_that_is_down_is_a_clear_error(tmp_path) -> None:
 
 def test_a_silent_server_costs_at_most_the_connect_timeout() -> None:
     """A host that accepts the connection and never answers (a hung server, a black-holing proxy): the open
-    gives up after its connect timeout, so a hook can keep to its budget."""
+    gives up after its connect timeout, to the fraction of a second (libpq's own rounds up to 2 s), so a hook
+    can keep to its budget. The timeout a URL names wins over the default."""
     import socket
-    import time
 
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(8)
     port = listener.getsockname()[1]
     try:
-        start = time.monotonic()
-        with pytest.raises(DatabaseError, match="cannot be reached"):
-            connect(f"postgresql://alice@127.0.0.1:{port}/team", connect_timeout=1)
-        assert time.monotonic() - start < 10
+        with pytest.raises(DatabaseError, match="cannot be reached") as caught:
+            connect(f"postgresql://alice@127.0.0.1:{port}/team", connect_timeout=0.3)
+        assert "no answer in the 0.3 s its connect_timeout allows" in str(caught.value)
+        with pytest.raises(DatabaseError, match="no answer in the 0.2 s"):
+            connect(f"postgresql://alice@127.0.0.1:{port}/team?connect_timeout=0.2")
     finally:
         listener.close()
+
+
+def test_a_connect_timeout_is_the_urls_own_else_the_default_and_within_takes_the_shorter() -> None:
+    from subcog_store.postgres.connection import CONNECT_TIMEOUT_SECS, connect_timeout_of, within
+
+    assert connect_timeout_of("postgresql://a@db.example/team") == CONNECT_TIMEOUT_SECS == 10
+    assert connect_timeout_of("postgresql://a@db.example/team?connect_timeout=30") == 30
+    assert connect_timeout_of("host=db.example connect_timeout=0") == CONNECT_TIMEOUT_SECS   # libpq's "forever"
+    assert connect_timeout_of(within("postgresql://a@db.example/team", 0.75)) == 0.75
+    assert connect_timeout_of(within("postgresql://a@db.example/team?connect_timeout=2", 7.5)) == 2
+    assert "db.example" in within("service=team host=db.example", 1) and "service=team" in within("service=team", 1)
 
 
 def _role(pg_server, name: str, database_url: str, *grants: str) -> str:

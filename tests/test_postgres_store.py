@@ -125,6 +125,35 @@ def test_a_hook_on_an_unreachable_server_exits_0_within_its_budget(tmp_path) -> 
     assert hook_output_problems("SessionStart", proc.stdout.decode()) == []
 
 
+@pytest.mark.parametrize("event, payload", [
+    ("user-prompt-submit", {"hook_event_name": "UserPromptSubmit", "prompt": "which cache did we choose?"}),
+    ("pre-compact", {"hook_event_name": "PreCompact", "trigger": "manual"}),
+], ids=["prompt", "pre-compact"])
+def test_a_hook_on_a_silent_server_gives_up_within_its_budget(event, payload, tmp_path) -> None:
+    """A server that takes the connection and never answers (packets dropped past a proxy, a hung host): the hook
+    waits for it CONNECT_SHARE of its budget (libpq's connect_timeout, derived from the HookRequest's budget: not
+    the commands' 10 s), then answers without the store: exit 0, valid output, nothing on stderr, the cause and
+    the time it allowed in the log."""
+    import socket
+
+    from subcog_store.claude_code.request import CONNECT_SHARE
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    log = tmp_path / "hook.log"
+    env = clean_environ({"SUBCOG_HOOK_LOG": str(log), "SUBCOG_HOOK_BUDGET_SECS": "1.5", **NO_WORKER})
+    payload = {"session_id": "s", "cwd": "/x", "transcript_path": str(SAMPLES / "session-a.jsonl"), **payload}
+    try:
+        proc = run_hook(event, json.dumps(payload).encode(), db=f"postgresql://alice@127.0.0.1:"
+                        f"{listener.getsockname()[1]}/team", environ=env)
+    finally:
+        listener.close()
+    assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
+    assert hook_output_problems(payload["hook_event_name"], proc.stdout.decode()) == []
+    assert f"no answer in the {1.5 * CONNECT_SHARE:g} s its connect_timeout allows" in log.read_text()
+
+
 @pytest.mark.parametrize("given", [
     f"postgresql://team:{SECRET}@db.example/memories",
     f"postgresql://team@db.example/memories?password={SECRET}",

@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
 
-from subcog_store.config import db_target, default_db_path, process_setting, process_setting_or_default
+from subcog_store.config import db_target, default_db_path, is_postgres, process_setting, process_setting_or_default
 from subcog_store.model import provider
+
+CONNECT_SHARE = 0.5   # of a hook's budget, the most that opening a PostgreSQL connection may take
 
 
 @dataclass(frozen=True)
@@ -32,7 +34,15 @@ class HookRequest:
 
     @property
     def db_path(self) -> Path | str:
-        return db_target(self.db) if self.db else default_db_path(self.environ)
+        """The store this run opens. A PostgreSQL store's connection may take CONNECT_SHARE of the budget to open
+        (libpq's connect_timeout; the default 10 s is for commands): a server that never answers cannot hold the
+        hook past its budget, and the hook still has time to answer without the store."""
+        target = db_target(self.db) if self.db else default_db_path(self.environ)
+        if not is_postgres(target):
+            return target
+        from subcog_store.postgres.connection import within   # lazy: SQLite hooks never import psycopg
+
+        return within(str(target), self.budget(lambda _why: None) * CONNECT_SHARE)
 
     def budget(self, warn: Callable[[str], None] | None = None) -> float:
         """The seconds this run may take: raises ConfigError naming a setting that does not parse, or, given

@@ -82,8 +82,7 @@ def connect(conninfo: str, *, migrate: bool = True, connect_timeout: float = CON
     except ImportError:
         raise DatabaseError("PostgreSQL stores need psycopg 3 (pip install 'psycopg[binary]')") from None
     try:
-        con = psycopg.connect(conninfo, autocommit=True, connect_timeout=max(1, int(round(connect_timeout))),
-                              application_name=APPLICATION_NAME)
+        con = _open(conninfo, connect_timeout)
     except psycopg.Error as e:
         raise DatabaseError(_describe(conninfo, e)) from None
     except Exception as e:  # noqa: BLE001 - a malformed string: psycopg raises ProgrammingError or ValueError
@@ -106,6 +105,81 @@ def connect(conninfo: str, *, migrate: bool = True, connect_timeout: float = CON
         con.close()
         raise
     return con
+
+
+def connect_timeout_of(conninfo: str, default: float = CONNECT_TIMEOUT_SECS) -> float:
+    """The seconds a connection to `conninfo` may take to open: its own `connect_timeout` (libpq's key, here in
+    fractions of a second too) when positive, else `default`."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        return _positive(conninfo_to_dict(conninfo).get("connect_timeout")) or default
+    except Exception:  # noqa: BLE001 - a malformed string: connect() says so
+        return default
+
+
+def within(conninfo: str, seconds: float) -> str:
+    """`conninfo` opening in at most `seconds` (or its own connect_timeout, when that is shorter): a hook derives
+    it from its budget, so a server that never answers (a host dropping packets, a port that accepts and stays
+    silent) cannot hold the hook past it."""
+    from psycopg.conninfo import make_conninfo
+
+    return make_conninfo(conninfo, connect_timeout=f"{min(seconds, connect_timeout_of(conninfo, seconds)):.3f}")
+
+
+def _positive(value: object) -> float | None:
+    try:
+        seconds = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return seconds if seconds > 0 else None
+
+
+def _open(conninfo: str, default_timeout: float) -> "psycopg.Connection":
+    """A psycopg connection (autocommit) opened within the conninfo's connect_timeout (else `default_timeout`)
+    seconds, to the fraction of a second: psycopg's own connect rounds it to whole seconds, at least 2, which
+    is more than a short hook budget allows. libpq's non-blocking start and poll, psycopg's connection on top.
+    A server silent past the time raises psycopg.errors.ConnectionTimeout."""
+    import selectors
+    import time
+
+    import psycopg
+    from psycopg import pq
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    seconds = connect_timeout_of(conninfo, default_timeout)
+    params = {k: v for k, v in conninfo_to_dict(conninfo).items() if k != "connect_timeout"}
+    params.setdefault("application_name", APPLICATION_NAME)
+    deadline = time.monotonic() + seconds
+    pgconn = pq.PGconn.connect_start(make_conninfo("", **params).encode())
+    try:
+        with selectors.DefaultSelector() as selector:
+            while True:
+                if pgconn.status == pq.ConnStatus.BAD:
+                    raise psycopg.OperationalError(_libpq_message(pgconn))
+                status = pgconn.connect_poll()
+                if status == pq.PollingStatus.OK:
+                    break
+                if status == pq.PollingStatus.FAILED:
+                    raise psycopg.OperationalError(_libpq_message(pgconn))
+                wanted = selectors.EVENT_READ if status == pq.PollingStatus.READING else selectors.EVENT_WRITE
+                selector.register(pgconn.socket, wanted)
+                ready = selector.select(max(0.0, deadline - time.monotonic()))
+                selector.unregister(pgconn.socket)
+                if not ready:
+                    raise psycopg.errors.ConnectionTimeout(
+                        f"no answer in the {seconds:g} s its connect_timeout allows")
+    except BaseException:
+        pgconn.finish()
+        raise
+    pgconn.nonblocking = 1
+    con = psycopg.Connection(pgconn)
+    con.autocommit = True
+    return con
+
+
+def _libpq_message(pgconn) -> str:
+    return pgconn.get_error_message().strip() or "connection failed"
 
 
 def schema_version(con: "psycopg.Connection") -> int:
