@@ -12,7 +12,9 @@ Writers: N processes for D seconds capture texts drawn at random: a quarter each
 exact repeat (case and spacing changed), its rewording (its nearest corpus neighbour that a serial capture into
 an empty store skips as a semantic duplicate), and a new corpus sentence (each writer its own). Then: lost (a capture answered but its text held by no
 active memory), stored twice (an exact repeat or a rewording active beside its base), errors (any exception), and
-captures per second; SQLite first, then PostgreSQL, with the same pool and seed.
+captures per second; SQLite first, then PostgreSQL, with the same pool and seed. `--scopes K` spreads the texts
+over K domains (teammates' projects; a group's texts in one), and `postgresql-store-lock` is PostgreSQL with
+every writer taking the store's one lock (the baseline of the per-scope locks), `--rounds` alternating them.
 
     nice -n 10 python -m bench.bench_pg_store [--sizes 10000] [--calls 200] [--writers 8] [--seconds 120]
 """
@@ -148,9 +150,26 @@ def pool(corpus, vectors: np.ndarray, groups: int, seed: int = 7) -> tuple[list[
     return out, known
 
 
-def _writer(target: str, pool_path: str, seed: int, seconds: float, go: str, out_path: str) -> None:
+def scope_of(text: str, scopes: int) -> str:
+    """The domain a group's texts are captured in when the writers spread over `scopes` scopes (teammates' projects):
+    a group's base, repeat and rewording always in the same one."""
+    return DOMAIN if scopes <= 1 else f"{DOMAIN}-{int(content_hash(text)[:8], 16) % scopes}"
+
+
+def _store_wide_lock() -> None:
+    """The baseline: every writer takes the store's one lock, as before the per-scope locks (this process only)."""
+    from subcog_store.postgres import adapter
+
+    scoped = adapter.write_transaction
+    adapter.write_transaction = lambda con, scopes=(): scoped(con)
+
+
+def _writer(target: str, pool_path: str, seed: int, seconds: float, go: str, out_path: str, scopes: int = 1,
+            store_lock: bool = False) -> None:
     import pickle
 
+    if store_lock:
+        _store_wide_lock()
     with open(pool_path, "rb") as f:
         groups, known = pickle.load(f)
     rng = random.Random(seed)
@@ -165,8 +184,9 @@ def _writer(target: str, pool_path: str, seed: int, seconds: float, go: str, out
         group = rng.choice(groups)
         kind = rng.choice(("base", "repeat", "reworded", "new"))
         text = next(mine, group["base"]) if kind == "new" else group[kind]
+        domain = scope_of(group["base"] if kind != "new" else text, scopes)
         try:
-            r = store.capture(text, NAMESPACE, DOMAIN)
+            r = store.capture(text, NAMESPACE, domain)
             results.append((group["base"], kind, r.decision, r.memory_id))
         except Exception as e:  # noqa: BLE001 - every error is counted
             errors.append(f"{type(e).__name__}: {e}"[:200])
@@ -175,7 +195,8 @@ def _writer(target: str, pool_path: str, seed: int, seconds: float, go: str, out
         json.dump({"results": results, "errors": errors}, f)
 
 
-def writers(target: str, groups: list[dict], known: dict, count: int, seconds: float, work: Path) -> dict:
+def writers(target: str, groups: list[dict], known: dict, count: int, seconds: float, work: Path, scopes: int = 1,
+            store_lock: bool = False) -> dict:
     import pickle
 
     pool_path = work / "pool.pkl"
@@ -184,8 +205,8 @@ def writers(target: str, groups: list[dict], known: dict, count: int, seconds: f
     go = work / f"go-{time.monotonic_ns()}"
     ctx = mp.get_context("spawn")
     outs = [work / f"w{i}-{time.monotonic_ns()}.json" for i in range(count)]
-    procs = [ctx.Process(target=_writer, args=(target, str(pool_path), 1000 + i, seconds, str(go), str(outs[i])))
-             for i in range(count)]
+    procs = [ctx.Process(target=_writer, args=(target, str(pool_path), 1000 + i, seconds, str(go), str(outs[i]),
+                                               scopes, store_lock)) for i in range(count)]
     for p in procs:
         p.start()
     time.sleep(5)          # every writer opened its store (the model is a lookup: nothing to load)
@@ -199,15 +220,15 @@ def writers(target: str, groups: list[dict], known: dict, count: int, seconds: f
         data = json.loads(out.read_text()) if out.exists() else {"results": [], "errors": ["writer died"]}
         results += data["results"]
         errors += data["errors"]
-    return {"results": results, "errors": errors, "seconds": elapsed} | audit(target, groups, results, known)
+    return {"results": results, "errors": errors, "seconds": elapsed} | audit(target, groups, results, known, scopes)
 
 
-def audit(target: str, groups: list[dict], results: list, known: dict) -> dict:
+def audit(target: str, groups: list[dict], results: list, known: dict, scopes: int = 1) -> dict:
     from subcog_store.db import memories
 
     store = _store(target, known)
     try:
-        active = {m.content_hash: m for m in memories.listed(store.con, NAMESPACE, DOMAIN, "active", 10 ** 7)}
+        active = {m.content_hash: m for m in memories.listed(store.con, NAMESPACE, None, "active", 10 ** 7)}
         active_ids = {m.id for m in active.values()}
     finally:
         store.close()
@@ -233,11 +254,19 @@ def report(lat: list[dict], wr: dict, info: dict, args) -> str:
         parts += [f"knn paths at {r['n']:,}: {json.dumps(r['knn'])}; PG HNSW build {r['pg_build']['index_build_s']} s"
                   for r in lat]
     if wr:
-        header = ["backend", "writers x s", "captures", "per second", "lost", "stored twice", "errors",
+        header = ["backend", "writers x s", "scopes", "captures", "per second", "lost", "stored twice", "errors",
                   "active at the end"]
-        rows = [[b, f"{args.writers} x {args.seconds:g}", len(w["results"]), f"{len(w['results']) / w['seconds']:.1f}",
+        rows = [[b, f"{args.writers} x {args.seconds:g}", args.scopes, len(w["results"]),
+                 f"{len(w['results']) / w['seconds']:.1f}",
                  w["lost"], w["stored_twice"], len(w["errors"]), w["active"]] for b, w in wr.items()]
         parts += ["", md_table(header, rows)]
+        rate = {}
+        for b, w in wr.items():
+            rate.setdefault(b.split(" #")[0], []).append(len(w["results"]) / w["seconds"])
+        if "postgresql" in rate and "postgresql-store-lock" in rate:
+            parts.append(f"per-scope locks / the store's one lock: captures per second "
+                         f"{np.mean(rate['postgresql']) / np.mean(rate['postgresql-store-lock']):.2f}x "
+                         f"(means of {len(rate['postgresql'])} alternating rounds)")
         for b, w in wr.items():
             if w["errors"]:
                 parts.append(f"{b} errors (first): {w['errors'][:3]}")
@@ -251,6 +280,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--writers", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=120.0, help="how long the writers run (0: skip them)")
     parser.add_argument("--groups", type=int, default=60)
+    parser.add_argument("--scopes", type=int, default=1, help="domains the writers' texts are spread over")
+    parser.add_argument("--backends", default="sqlite,postgresql,postgresql-store-lock",
+                        help="writer runs, in order, each round: postgresql-store-lock is the baseline of the "
+                             "per-scope locks (every writer takes the store's one lock)")
+    parser.add_argument("--rounds", type=int, default=1, help="writer runs of each backend, alternating")
     parser.add_argument("--embedded", type=int, default=10_000,
                         help="corpus sentences with real vectors; beyond them, synthetic ones (see extended)")
     args = parser.parse_args(argv)
@@ -274,10 +308,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"writer pool: {len(groups) - 1} groups of base, repeat and rewording, and new texts", flush=True)
             with tempfile.TemporaryDirectory() as tmp:
                 work = Path(tmp)
-                for backend in ("sqlite", "postgresql"):
-                    target = str(work / "writers.db") if backend == "sqlite" else server.database("w", migrated=True)
-                    wr[backend] = writers(target, groups, known, args.writers, args.seconds, work)
-                    print(report([], {backend: wr[backend]}, {}, args), flush=True)
+                for round_ in range(args.rounds):
+                    for backend in args.backends.split(","):
+                        target = (str(work / f"writers{round_}.db") if backend == "sqlite" else
+                                  server.database("w", migrated=True))
+                        name = backend if args.rounds == 1 else f"{backend} #{round_ + 1}"
+                        wr[name] = writers(target, groups, known, args.writers, args.seconds, work, args.scopes,
+                                           store_lock=backend == "postgresql-store-lock")
+                        print(report([], {name: wr[name]}, {}, args), flush=True)
     finally:
         server.stop()
     text = report(lat, wr, machine_info() | {"load": os.getloadavg()}, args)

@@ -178,3 +178,77 @@ def test_many_processes_capturing_the_same_facts_store_each_once(pg, pg_url) -> 
     assert not any("could not serialize" in err for _, err in outputs)
     assert sum(int(out) for out, _ in outputs) == rounds
     assert pg.execute("select count(*) from memories").fetchone()[0] == rounds
+
+
+# -- the store's writers: a lock per (domain, namespace) scope ----------------------------------------------------
+
+REWORDED = ("We decided to use PgBouncer in transaction mode for the checkout database because the pool ran out of "
+            "connections during the load test.",
+            "We chose PgBouncer in transaction mode for the checkout database, since the connection pool ran out "
+            "during the load test.")
+
+
+def test_captures_in_other_scopes_go_on_while_a_scope_is_held_and_its_next_writer_waits(pg_url, embedder,
+                                                                                          monkeypatch) -> None:
+    """A holds the (shop, decisions) lock mid-capture (its memory inserted, not committed). B captures in (shop,
+    patterns) and commits meanwhile: no wait (a wait would end in B's lock timeout, an error). C captures a
+    rewording of A's text in A's scope: its check cannot see A's row, it waits for A's lock, and its re-check
+    under the lock finds A's memory, although B's newer row (a higher seq, another scope) committed before A's:
+    the fact is stored once. A writer of the whole store (a batch run, a review) waits for the scopes' writers."""
+    from subcog_store.db import decisions
+    from subcog_store.db.connection import immediate
+    from subcog_store.store import Store
+
+    stores = {name: Store(pg_url, embedder=embedder, environ={}) for name in "ABCW"}
+    stores["A"].capture("Deploys go out from the release branch only.", "decisions", "shop")
+    inserted, release, results = threading.Event(), threading.Event(), {}
+    real_log = decisions.log_decision
+
+    def held(con, decision):
+        if con is stores["A"].con and not release.is_set():
+            inserted.set()
+            assert release.wait(300), "the test never let A commit"
+        return real_log(con, decision)
+
+    monkeypatch.setattr(decisions, "log_decision", held)
+
+    def capture(name: str, text: str, namespace: str) -> None:
+        results[name] = stores[name].capture(text, namespace, "shop")
+
+    a = threading.Thread(target=capture, args=("A", REWORDED[0], "decisions"))
+    a.start()
+    assert inserted.wait(300) and a.is_alive()
+    capture("B", "Retries use exponential backoff starting at two hundred milliseconds, capped at ten seconds.",
+            "patterns")
+    assert results["B"].stored                        # committed while A holds (shop, decisions)
+
+    def pid(name: str) -> int:
+        return stores[name].con.raw.info.backend_pid
+
+    c = threading.Thread(target=capture, args=("C", REWORDED[1], "decisions"))
+    c.start()
+
+    def whole_store() -> None:
+        with immediate(stores["W"].con):
+            results["W"] = stores["W"].con.execute("select count(*) from memories").fetchone()[0]
+
+    w = threading.Thread(target=whole_store)
+    w.start()
+    admin = connect(pg_url)
+    try:
+        for name, thread in (("C", c), ("W", w)):
+            while thread.is_alive() and not _waiting_for_lock(admin, pid(name)):   # a state, never a sleep
+                thread.join(0.01)
+            assert thread.is_alive(), f"{name} did not wait for A's lock"
+    finally:
+        release.set()
+        for thread in (a, c, w):
+            thread.join(300)
+        admin.close()
+    assert results["A"].stored and not results["C"].stored, results["C"].to_dict()
+    assert results["C"].decision == "semantic_skip" and results["W"] == 3   # W counted after A committed
+    active = stores["W"].con.execute("select content from memories where status = 'active' and namespace = "
+                                     "'decisions'").fetchall()
+    assert sorted(r[0] for r in active) == sorted(["Deploys go out from the release branch only.", REWORDED[0]])
+    for store in stores.values():
+        store.close()

@@ -243,12 +243,14 @@ def migrate_to_latest(con: apsw.Connection, target: int | None = None) -> list[s
 
 
 @contextmanager
-def immediate(con: apsw.Connection) -> Iterator[apsw.Connection]:
+def immediate(con: apsw.Connection, *scopes: tuple[str, str]) -> Iterator[apsw.Connection]:
     """A write transaction that takes the write lock up front (BEGIN IMMEDIATE), so check-then-write is safe
     across processes; commits on success, rolls back on any exception. A file found damaged is never written
-    (DatabaseDamaged, see `db.damage`), and an error in here that points to corruption records it so."""
+    (DatabaseDamaged, see `db.damage`), and an error in here that points to corruption records it so.
+    `scopes`: the (domain, namespace) scopes the transaction writes, when that is all it writes (a capture): on
+    PostgreSQL it then locks those scopes only, and writers of other scopes go on; SQLite has one lock."""
     if adapter.is_postgres_connection(con):
-        with adapter.write_transaction(con):
+        with adapter.write_transaction(con, scopes):
             yield con
         return
     files.check_writable(con.filename)

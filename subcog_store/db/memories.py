@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from subcog_store.db import citations, recent
 from subcog_store.db.connection import dict_row, dict_rows
 from subcog_store.db.sqlfiles import q
 from subcog_store.errors import DatabaseError, NotFound
+from subcog_store.postgres.adapter import is_postgres_connection
 
 if TYPE_CHECKING:
     import apsw
@@ -289,9 +290,14 @@ def exact_match(con: "apsw.Connection", content_hash: str, namespace: str, domai
     return (row[0], row[1]) if row else None
 
 
-def newest_seq(con: "apsw.Connection") -> int:
+def newest_seq(con: "apsw.Connection", namespaces: Sequence[str] = (), domain: str | None = None) -> int:
     """The newest memory row (its seq; 0 for none): a check remembers it, and its re-check under the write lock
-    looks at the rows written after it (`written_since`, `vectors.written_since`)."""
+    looks at the rows written after it (`written_since`, `vectors.written_since`). On PostgreSQL, where writers of
+    other scopes commit meanwhile (`immediate` with scopes), the newest of the check's scopes, `namespaces` of
+    `domain` (the smallest of theirs): every row of those scopes up to it was committed."""
+    if namespaces and domain is not None and is_postgres_connection(con):
+        return con.execute(q("newest_seq_of_scopes", "postgresql"),
+                           {"namespaces": list(namespaces), "domain": domain}).fetchone()[0]
     return con.execute(q("max_memory_seq")).fetchone()[0]
 
 

@@ -255,7 +255,7 @@ def run_check(con: "apsw.Connection", inputs: CheckInputs, settings: "Settings",
 
     if settings.dedup_enabled:
         with read_snapshot(con):  # every tier sees the same committed state
-            result.seen_seq = memories.newest_seq(con)
+            result.seen_seq = memories.newest_seq(con, (inputs.namespace, *inputs.also), inputs.domain)
             for tier, fn in (("exact", exact), ("semantic", semantic), ("recent", recent)):
                 timed(tier, fn)
                 if result.is_duplicate:

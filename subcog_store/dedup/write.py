@@ -73,7 +73,7 @@ def check_duplicate(core: Core, content: str, namespace: str, domain: str | None
         # The log row is best effort: a check on a read-only or busy file still answers, without waiting
         # long behind another process's capture.
         try:
-            with locks.best_effort(core.con), immediate(core.con):
+            with locks.best_effort(core.con), immediate(core.con, (inputs.domain, inputs.namespace)):
                 checks.add(core.con, check_row(result, iso(inputs.now), inputs.content_hash[:16]))
         except DbError as e:
             log.warning("check not logged: %s", e)
@@ -126,7 +126,7 @@ def _apply(core: Core, p: Prepared, inputs: CheckInputs, check: CheckResult, pla
     con = core.con
     undo = decisions.Undo(candidate=p.candidate())
     memory_id, outdated = None, []
-    with immediate(con):
+    with immediate(con, (p.domain, p.namespace)):   # on PostgreSQL: other scopes' writers go on
         if plan.store:
             revalidate(con, inputs, check, plan, core.settings, core.vectors.cached(p.content_hash), recheck)
         if plan.store:
@@ -178,7 +178,7 @@ def log_repeat(core: Core, p: Prepared, first: Prepared, matched_id: str | None,
     reasoning = ("the same text earlier in this batch" if similarity is None else
                  f"the same meaning earlier in this batch (similarity {similarity:.3f})")
     try:
-        with immediate(core.con):
+        with immediate(core.con, (p.domain, p.namespace)):
             return decisions.log_decision(core.con, decisions.Decision(
                 decided_at=now, domain=p.domain, namespace=p.namespace, policy="in_batch", decision="in_batch",
                 new_content=p.content, new_hash=p.content_hash, matched_memory_id=matched_id,
@@ -194,5 +194,5 @@ def record_capture(core: Core, content: str, namespace: str, domain: str | None 
     inputs = _inputs(core, content, namespace, domain)
     if core.readonly:
         raise DatabaseError(f"{core.path}: opened read-only")
-    with immediate(core.con):
+    with immediate(core.con, (inputs.domain, inputs.namespace)):
         recent.record(core.con, inputs.content_hash, memory_id, inputs.namespace, inputs.domain, inputs.now)

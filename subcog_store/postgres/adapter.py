@@ -9,9 +9,11 @@ untyped `:x is null` works alike. Vectors cross as float32 little-endian bytes b
 `embedding`, a `vector` column read back), as in SQLite. `LIMIT -1` (SQLite's "no limit") is sent as NULL.
 
 Errors come out as the data layer's own (`db.connection.Error`, `Busy` for a lock wait past its time), each
-with words that never hold the password. Writers serialise on one advisory lock per database, taken by
-`write_transaction` (SQLite's BEGIN IMMEDIATE): a check-then-write is as safe as on SQLite, at READ COMMITTED,
-so no "could not serialize" can reach a caller.
+with words that never hold the password. Writers take advisory locks in `write_transaction` (SQLite's BEGIN
+IMMEDIATE): a writer of the whole store the store's lock; a capture only its (domain, namespace) scope's lock
+(and the store's, shared), so teammates capturing in different scopes do not wait for each other, while the
+writers of one scope take turns: a check-then-write is as safe as on SQLite, at READ COMMITTED, so no "could
+not serialize" can reach a caller.
 """
 # Lazy imports: psycopg loads only when a PostgreSQL store is opened (SQLite hooks never pay for it).
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 import re
 from contextlib import contextmanager
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 import apsw
 
@@ -209,14 +211,20 @@ def _register_bytes_vectors(raw: "psycopg.Connection") -> None:
 
 
 @contextmanager
-def write_transaction(con: PgConnection) -> Iterator[PgConnection]:
+def write_transaction(con: PgConnection, scopes: "Iterable[tuple[str, str]]" = ()) -> Iterator[PgConnection]:
     """SQLite's BEGIN IMMEDIATE on PostgreSQL: a READ COMMITTED transaction that first takes the store's write
-    lock (an advisory lock, waiting at most the lock timeout); commits on success, rolls back on any error."""
+    lock (an advisory lock, waiting at most the lock timeout); commits on success, rolls back on any error.
+    Given the (domain, namespace) `scopes` it writes in, it holds the lock of each (in a fixed order: no
+    deadlock) and the store's lock shared only: writers of other scopes go on meanwhile."""
     if not con.getautocommit():   # nested: the outer transaction holds the lock already
         yield con
         return
-    # begin, lock_timeout and the lock go with the transaction's first statement: one round trip for all
-    con.beginning = con.raw.cursor().mogrify(q("begin_write", DIALECT), {"ms": con.lock_ms})
+    # begin, lock_timeout and the locks go with the transaction's first statement: one round trip for all
+    cursor = con.raw.cursor()
+    scopes = sorted(set(scopes))
+    con.beginning = "\n".join(
+        [cursor.mogrify(q("begin_scoped_write" if scopes else "begin_write", DIALECT), {"ms": con.lock_ms})]
+        + [cursor.mogrify(q("lock_scope", DIALECT), {"domain": d, "namespace": n}) for d, n in scopes])
     try:
         yield con
     except BaseException:

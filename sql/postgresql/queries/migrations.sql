@@ -42,7 +42,7 @@ create extension if not exists vector;
 -- name: lock_scope
 -- The write lock of one (domain, namespace) scope until the transaction ends: every writer of the scope takes
 -- it before its check-then-write. Two scopes whose names hash alike share a lock (harmless: they only wait).
-select pg_advisory_xact_lock(1398096452, hashtext(%(domain)s || '/' || %(namespace)s));
+select pg_advisory_xact_lock(1398096453, hashtext(%(domain)s || '/' || %(namespace)s));
 
 -- name: create_test_database
 -- A fresh database for one test (subcog_store/postgres/local_server.py): {name} is an identifier.

@@ -10,6 +10,24 @@ begin isolation level read committed;
 select set_config('lock_timeout', %(ms)s::text, true);
 select pg_advisory_xact_lock(1398096452, 1);
 
+-- name: begin_scoped_write
+-- A write transaction of some scopes only (a capture, a check's log row): as begin_write, but the store's lock is
+-- taken shared, so writers of other scopes go on at once; the lock of each scope (lock_scope, sent after this)
+-- makes the writers of one scope take turns. A writer of the whole store (begin_write) waits for them all.
+begin isolation level read committed;
+select set_config('lock_timeout', %(ms)s::text, true);
+select pg_advisory_xact_lock_shared(1398096452, 1);
+
+-- name: newest_seq_of_scopes
+-- The newest memory row a check saw, as its re-check under the scope lock needs it when writers of other scopes
+-- commit meanwhile: the smallest, over the scopes checked, of each scope's newest committed row. A scope's rows
+-- are written by one writer at a time (its lock), so every row of a scope at or below it was committed when the
+-- check read it; rows of other scopes numbered in between may still have been in flight.
+select coalesce(min(newest), 0)
+from (select coalesce((select max(m.seq) from memories m where m.namespace = n and m.domain = %(domain)s), 0)
+        as newest
+      from unnest(%(namespaces)s::text[]) as n) as scopes;
+
 -- name: commit
 -- The end of a transaction.
 commit;
