@@ -35,7 +35,8 @@ import numpy as np  # noqa: E402
 
 from bench import corpus as corpus_mod  # noqa: E402
 from bench.bench_postgres import build_postgres  # noqa: E402
-from bench.bench_store import DOMAIN, NAMESPACE, build_store, machine_info, md_table, p50_95  # noqa: E402
+from bench.bench_store import DOMAIN, K, NAMESPACE, build_store, machine_info, md_table, near_neighbours_found, \
+    p50_95  # noqa: E402
 from subcog_store.text.normalize import content_hash  # noqa: E402
 
 OUT = corpus_mod.OUT_DIR
@@ -78,7 +79,15 @@ def extended(vectors: np.ndarray, n: int, seed: int = 11) -> np.ndarray:
 
 
 # -- latency ---------------------------------------------------------------------------------------------------
-def latency(n: int, corpus, vectors: np.ndarray, qvectors: np.ndarray, server, calls: int) -> dict:
+OPS = ("check", "capture", "search")
+# where a check's time goes: its three tiers (CheckResult.tier_ms), and the rest (the snapshot's newest row, the
+# check's log row written in its own transaction, Python)
+PARTS = ("check: exact", "check: semantic", "check: recent", "check: the rest")
+
+
+def latency(n: int, corpus, vectors: np.ndarray, qvectors: np.ndarray, server, calls: int, offset: int = 0) -> dict:
+    """Check, capture and search latency; the checks of queries offset.. (the near neighbours at or above 0.85 of
+    each among the corpus rows, by numpy: how many the check's neighbours hold, per backend)."""
     matrix = np.ascontiguousarray(vectors[:n])
     lite_path = OUT / f"pg-store-bench-{n}.db"
     build_store(lite_path, corpus.sentences[:n], matrix)
@@ -87,15 +96,25 @@ def latency(n: int, corpus, vectors: np.ndarray, qvectors: np.ndarray, server, c
     known = {content_hash(t): v for t, v in zip(corpus.queries, qvectors)}
     stores = {"sqlite": _store(lite_path, known), "postgresql": _store(url, known)}
     half = len(corpus.queries) // 2
-    times: dict[str, dict[str, list[float]]] = {op: {b: [] for b in stores} for op in ("check", "capture", "search")}
+    times: dict[str, dict[str, list[float]]] = {op: {b: [] for b in stores} for op in OPS + PARTS}
     knn: dict[str, dict[str, int]] = {b: {} for b in stores}
+    near = {b: [0, 0] for b in stores}    # wanted, found
     try:
-        for j in range(min(calls, half)):
+        for j in range(offset, offset + min(calls, half - offset)):
+            sims = matrix @ qvectors[j]
+            top = np.argsort(-sims)[:K]
             for backend, store in stores.items():
                 t0 = time.perf_counter()
                 result = store.check_duplicate(corpus.queries[j], NAMESPACE, DOMAIN)
                 times["check"][backend].append((time.perf_counter() - t0) * 1000)
+                for tier in ("exact", "semantic", "recent"):
+                    times[f"check: {tier}"][backend].append(result.tier_ms.get(tier, 0.0))
+                times["check: the rest"][backend].append(times["check"][backend][-1] - sum(result.tier_ms.values()))
                 knn[backend][str(result.knn)] = knn[backend].get(str(result.knn), 0) + 1
+                got = [i for i in (int(nb.memory_id, 16) for nb in result.neighbours) if i < n]
+                wanted, found = near_neighbours_found(got, sims, top)
+                near[backend][0] += wanted
+                near[backend][1] += found
                 t0 = time.perf_counter()
                 store.capture(corpus.queries[half + j], NAMESPACE, DOMAIN)
                 times["capture"][backend].append((time.perf_counter() - t0) * 1000)
@@ -106,7 +125,8 @@ def latency(n: int, corpus, vectors: np.ndarray, qvectors: np.ndarray, server, c
         for store in stores.values():
             store.close()
         server.drop(url)
-    return {"n": n, "calls": len(times["check"]["sqlite"]), "times": times, "knn": knn, "pg_build": pg_build}
+    return {"n": n, "calls": len(times["check"]["sqlite"]), "times": times, "knn": knn, "pg_build": pg_build,
+            "near": near, "offset": offset}
 
 
 # -- writers ---------------------------------------------------------------------------------------------------
@@ -246,13 +266,15 @@ def report(lat: list[dict], wr: dict, info: dict, args) -> str:
         header = ["memories", "op", "SQLite p50 / p95 ms", "PostgreSQL p50 / p95 ms", "ratio p50"]
         rows = []
         for r in lat:
-            for op in ("check", "capture", "search"):
+            for op in [op for op in OPS + PARTS if op in r["times"]]:
                 t = r["times"][op]
                 rows.append([f"{r['n']:,}", op, p50_95(t["sqlite"]), p50_95(t["postgresql"]),
-                             f"{np.median(t['postgresql']) / np.median(t['sqlite']):.1f}x"])
+                             f"{np.median(t['postgresql']) / np.median(t['sqlite']):.1f}x"
+                             if np.median(t["sqlite"]) > 0 else "-"])
         parts += [md_table(header, rows), ""]
-        parts += [f"knn paths at {r['n']:,}: {json.dumps(r['knn'])}; PG HNSW build {r['pg_build']['index_build_s']} s"
-                  for r in lat]
+        parts += [f"knn paths at {r['n']:,}: {json.dumps(r['knn'])}; PG HNSW build {r['pg_build']['index_build_s']} s; "
+                  f"near neighbours >= 0.85 found (of the true top {K}, found/wanted): "
+                  + ", ".join(f"{b} {f}/{w}" for b, (w, f) in r.get("near", {}).items()) for r in lat]
     if wr:
         header = ["backend", "writers x s", "scopes", "captures", "per second", "lost", "stored twice", "errors",
                   "active at the end"]
@@ -277,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000", help="memories in the scope (0: skip the latency part)")
     parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--offset", type=int, default=0, help="the first query the checks use (queries before it "
+                        "left out: e.g. those that chose a constant)")
     parser.add_argument("--writers", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=120.0, help="how long the writers run (0: skip them)")
     parser.add_argument("--groups", type=int, default=60)
@@ -299,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     lat, wr = [], {}
     try:
         for n in sizes:
-            lat.append(latency(n, corpus, vectors, qvectors, server, args.calls))
+            lat.append(latency(n, corpus, vectors, qvectors, server, args.calls, args.offset))
             print(report(lat[-1:], {}, {}, args), flush=True)
         if args.seconds:
             import tempfile
