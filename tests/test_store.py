@@ -98,6 +98,17 @@ def test_unique_runs_all_three_tiers(store, backend) -> None:
     assert result.knn == ("complete" if backend == "sqlite" else "exact scan")   # a few vectors: scanned
 
 
+def test_a_check_writes_its_log_row_and_nothing_else(store) -> None:
+    """On PostgreSQL the row goes in one autocommitted insert (no transaction, no lock); the same row either way."""
+    store.capture(A, "decisions")
+    before = all_counts(store)
+    store.check_duplicate(UNRELATED, "decisions")
+    assert all_counts(store) == {**before, "dedup_checks": before["dedup_checks"] + 1}
+    row = store.con.execute("select namespace, result, content_fingerprint from dedup_checks order by id desc"
+                            ).fetchone()
+    assert tuple(row) == ("decisions", "unique", content_hash(UNRELATED)[:16])
+
+
 def test_result_fields_and_urn(store) -> None:
     captured = store.capture(A, "decisions", "my-app", importance=0.7, tags=["db"], source="test", session_id="s1")
     assert URN.match(captured.urn).groupdict() == {"domain": "my-app", "namespace": "decisions",

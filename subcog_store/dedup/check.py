@@ -170,11 +170,13 @@ def _across(inputs: CheckInputs, fn: Callable[[str], list["Neighbour"]], k: int 
 
 def run_check(con: "apsw.Connection", inputs: CheckInputs, settings: "Settings",
               embed: Callable[[str, str], "np.ndarray | None"],
-              phrase_similarity: PhraseSimilarity | None = None) -> CheckResult:
+              phrase_similarity: PhraseSimilarity | None = None, *, before_write: bool = True) -> CheckResult:
     """Run exact, then semantic, then recent; stop at the first hit.
 
     `embed(content, content_hash)` returns a unit vector, or None when there is no model (the text tier
-    then stands in), and may raise (the semantic tier then fails open).
+    then stands in), and may raise (the semantic tier then fails open). `before_write`: a capture's check, which
+    remembers the newest row it saw (`seen_seq`) for the re-check under the write lock; a check alone skips that
+    query (a round trip on PostgreSQL).
     """
     started = time.perf_counter()
     result = CheckResult(False, None, None, None, None, 0.0, inputs.content_hash, inputs.domain, inputs.namespace,
@@ -255,7 +257,8 @@ def run_check(con: "apsw.Connection", inputs: CheckInputs, settings: "Settings",
 
     if settings.dedup_enabled:
         with read_snapshot(con):  # every tier sees the same committed state
-            result.seen_seq = memories.newest_seq(con, (inputs.namespace, *inputs.also), inputs.domain)
+            if before_write:
+                result.seen_seq = memories.newest_seq(con, (inputs.namespace, *inputs.also), inputs.domain)
             for tier, fn in (("exact", exact), ("semantic", semantic), ("recent", recent)):
                 timed(tier, fn)
                 if result.is_duplicate:

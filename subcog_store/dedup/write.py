@@ -60,21 +60,23 @@ def _inputs(core: Core, content: object, namespace: str, domain: str | None, has
                        canonical_domain(domain), core.clock())
 
 
-def _check(core: Core, inputs: CheckInputs) -> CheckResult:
-    return run_check(core.con, inputs, core.settings, core.vectors.embed, core.vectors.phrase_similarity())
+def _check(core: Core, inputs: CheckInputs, before_write: bool = True) -> CheckResult:
+    return run_check(core.con, inputs, core.settings, core.vectors.embed, core.vectors.phrase_similarity(),
+                     before_write=before_write)
 
 
 def check_duplicate(core: Core, content: str, namespace: str, domain: str | None = None, *,
                     log_check: bool = True) -> CheckResult:
     """Is `content` a duplicate in its (domain, namespace)? Runs exact, semantic, recent; first hit wins."""
     inputs = _inputs(core, content, namespace, domain)
-    result = _check(core, inputs)
+    result = _check(core, inputs, before_write=False)
     if log_check and not core.readonly:
         # The log row is best effort: a check on a read-only or busy file still answers, without waiting
         # long behind another process's capture.
         try:
-            with locks.best_effort(core.con), immediate(core.con, (inputs.domain, inputs.namespace)):
-                checks.add(core.con, check_row(result, iso(inputs.now), inputs.content_hash[:16]))
+            with locks.best_effort(core.con):
+                checks.log(core.con, check_row(result, iso(inputs.now), inputs.content_hash[:16]),
+                           (inputs.domain, inputs.namespace))
         except DbError as e:
             log.warning("check not logged: %s", e)
     return result
