@@ -23,11 +23,10 @@ if TYPE_CHECKING:
 DIALECT = "postgresql"
 CONNECT_TIMEOUT_SECS = 10
 APPLICATION_NAME = "subcog-store"
-# Candidates an HNSW search returns (hnsw.ef_search, set when a connection opens). Fewer is faster; too few and the
-# check falls back to the exact scan more often (never less complete: postgres/knn.py). 40 chosen at 100k real
-# vectors on the bench's queries 0-149 (all 150 answered from the candidates, the semantic tier 30 vs 54 ms p50 at
-# 100, load 25); reported on queries 150-349 (bench/RESULTS.md).
-HNSW_CANDIDATES = 40
+# Candidates an HNSW search returns (hnsw.ef_search, set when a connection opens). Fewer is faster, but an HNSW
+# graph can miss a vector the candidates do not signal: at 100k real vectors 40 found 538 of 579 near neighbours
+# >= 0.85 (bench/RESULTS.md), so 100 stays until a value is shown complete there.
+HNSW_CANDIDATES = 100
 
 
 def is_postgres(target: object) -> bool:
