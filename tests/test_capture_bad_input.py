@@ -7,13 +7,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import re
+
 import apsw
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from subcog_store.db.connection import connect
 from subcog_store.doctor import diagnose
 from subcog_store.claude_code.handlers import pre_compact
-from subcog_store.capture.session import HookOptions
+from subcog_store.capture.session import PIECE_CHARS, HookOptions, pieces
+from subcog_store.extraction.transcript import AssistantText
 
 MAX_RUNS = 200   # a progress criterion bounds the loop: every run but the last must move the offset on
 INVARIANTS = {"sqlite_integrity", "stored_hash_matches_content", "one_active_per_hash", "successor_exists",
@@ -151,3 +155,26 @@ def test_a_list_of_5000_items(tmp_path):
     db, runs = capture_until_done(tmp_path, path, budget=5.0)
     assert count(db, "select count(*) from memories where status = 'active'") == 5000   # every item, once
     assert count(db, "select count(distinct content) from memories") == 5000
+    con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        whole = [re.search(r"service (\d+) listens on port (\d+)\.", c) for c, in con.execute(
+            "select content from memories")]
+    finally:
+        con.close()
+    assert all(whole)                                                # no item cut in two by a piece's end
+    assert sorted(int(m[1]) for m in whole) == list(range(5000))
+    assert all(int(m[2]) == 10000 + int(m[1]) for m in whole)
+
+
+@given(st.lists(st.text(alphabet="ab .\n", min_size=0, max_size=3000), min_size=1, max_size=40),
+       st.integers(min_value=0, max_value=30_000))
+@settings(max_examples=60, deadline=None)
+def test_pieces_end_at_the_last_break_that_fits_and_lose_nothing(paragraphs, skip):
+    body = "\n".join(paragraphs)
+    skip = min(skip, len(body))
+    parts = pieces(AssistantText(body, None, None, "s", 0, False), skip)
+    assert "".join(p.text for p in parts) == body[skip:]             # every character once, in order
+    assert all(p.char_start == skip + sum(len(q.text) for q in parts[:i]) for i, p in enumerate(parts))
+    for p in parts[:-1]:                                             # a line split only when none fits whole
+        window = body[p.char_start:p.char_start + PIECE_CHARS]
+        assert p.text.endswith("\n") or "\n" not in window[1:]

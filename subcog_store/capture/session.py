@@ -276,11 +276,20 @@ def pieces(text, skip_chars: int = 0) -> list:
     while start < len(body):
         end = min(len(body), start + PIECE_CHARS)
         if end < len(body):
-            cut = body.rfind("\n\n", start, end)
-            end = cut + 2 if cut > start else end
+            end = _cut(body, start, end)
         out.append(replace(text, text=body[start:end], char_start=start))
         start = end
     return out
+
+
+def _cut(body: str, start: int, end: int) -> int:
+    """Where a piece of body[start:end] ends: after its last paragraph break, else its last line break, else its
+    last sentence end, else its last space; a piece never splits a line (a list item) when one fits whole."""
+    for mark in ("\n\n", "\n", ". ", " "):
+        cut = body.rfind(mark, start, end)
+        if cut > start:
+            return cut + len(mark)
+    return end
 
 
 def keep_to_budget(store, deadline: float, grace: float = 0.0, clock=time.monotonic) -> None:
