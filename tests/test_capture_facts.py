@@ -268,3 +268,32 @@ def test_the_prompt_hook_offers_the_sessions_text_below_a_memory_that_leaves_roo
         assert "900 MB" in lines[passages[0]] and "streams the zip archive" not in lines[passages[0]], out
     assert user_prompt_submit({**payload, "session_id": "later-2", "prompt": "which CSS framework do we use?"},
                               db, use_model=True) == ""
+
+
+def test_a_text_two_processes_embed_at_once_keeps_one_vector(tmp_path):
+    """A worker and the in-process fallback of the same capture both embed the session's text: the second
+    writer finds it embedded under its lock and leaves it (was: a UNIQUE error and the run's text not kept)."""
+    import numpy as np
+
+    from subcog_store.db import session_text
+    from subcog_store.extraction.session_chunks import Chunk
+
+    db = tmp_path / "m.db"
+    first, second = Store(db), Store(db)
+    try:
+        chunks = [Chunk("assistant", f"u{i}", 0, f"The cache of service {i} keeps entries for an hour.", None)
+                  for i in range(3)]
+        assert session_text.store_chunks(first.con, "p", "s", chunks, "2026-11-26T00:00:00Z") == 3
+        seen_first, seen_second = session_text.to_embed(first.con, 10), session_text.to_embed(second.con, 10)
+        assert len(seen_first) == len(seen_second) == 3
+        rng = np.random.default_rng(0)
+        vectors = {i: (rng.standard_normal(384), rng.standard_normal(384)) for i, _, _ in seen_first}
+        session_text.store_vectors(first.con, [(i, d, vectors[i][0]) for i, d, _ in seen_first[:2]])
+        session_text.store_vectors(second.con, [(i, d, vectors[i][1]) for i, d, _ in seen_second])
+        assert first.con.execute("select count(*) from session_text_vectors").fetchone()[0] == 3
+        assert session_text.to_embed(first.con, 10) == []
+        kept = session_text.vector_of(first.con, seen_first[0][0])
+        assert kept == vectors[seen_first[0][0]][0].astype("float32").tobytes()   # the first writer's vector
+    finally:
+        first.close()
+        second.close()

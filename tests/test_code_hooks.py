@@ -16,6 +16,7 @@ import pytest
 
 import code_repo
 from conftest import ANSWER_WHEN_DONE, hook_output_problems as problems
+from helpers import wait_for
 from subcog_store.code.record import cite_captured
 from subcog_store.db import citations
 from subcog_store.scope import domain_for
@@ -62,6 +63,14 @@ def hook(tmp_path, db, sub: str, payload: dict | bytes, mode: dict, **env: str) 
     return out, log
 
 
+def logged(store, n: int) -> list[tuple]:
+    """The recall log's rows once it holds `n` (the worker answers a recall hook first and writes its row after:
+    wait for that state, never for a time)."""
+    query = "select hook, memory_ids, reason from recall_log order by id"
+    wait_for(lambda: len(store.con.execute(query).fetchall()) >= n)
+    return store.con.execute(query).fetchall()
+
+
 def touched(root: Path, rel: str, tool: str = "Read", session: str = "s1", **tool_input) -> dict:
     return {"session_id": session, "cwd": str(root), "hook_event_name": "PostToolUse", "tool_name": tool,
             "tool_input": {"file_path": str(root / rel), **tool_input}, "tool_response": {}, "tool_use_id": "t"}
@@ -87,7 +96,7 @@ def test_a_read_of_a_cited_file_brings_its_current_memories_once(tmp_path, store
     assert ids["docs"] in context(other) and ids["ttl"] not in context(other)
     nothing, _ = hook(tmp_path, store.path, "post-tool-use", touched(root, "lib/__init__.py"), mode)
     assert nothing == ""
-    rows = store.con.execute("select hook, memory_ids, reason from recall_log order by id").fetchall()
+    rows = logged(store, 4)
     assert [r[0] for r in rows] == ["post-tool-use:Read"] * 4
     assert rows[-1][2] == "no current memory cites this file"
 
@@ -141,7 +150,7 @@ def test_a_file_outside_the_project_and_a_huge_error(tmp_path, store, project, m
     out, _ = hook(tmp_path, store.path, "post-tool-use", {**touched(root, "x"), "tool_input": {
         "file_path": "/etc/hosts"}}, mode)
     assert out == ""
-    assert store.con.execute("select reason from recall_log").fetchall() == [("the file is outside the project",)]
+    assert [r[2] for r in logged(store, 1)] == ["the file is outside the project"]
     big = {"session_id": "s9", "cwd": str(root), "tool_name": "Bash", "tool_input": {}, "tool_use_id": "t",
            "error": "x" * 5_000_000}
     out, _ = hook(tmp_path, store.path, "post-tool-use-failure", big, mode)

@@ -328,7 +328,9 @@ def test_the_same_transcripts_give_the_same_memories_whatever_path_ran_them(tmp_
     same memories each time. Nothing one request sets is left for the next."""
     rt = Runtime(tmp_path)
     paths = transcripts(tmp_path)
-    env = rt.with_env(SUBCOG_HOOK_DOMAIN="same-project")
+    # A budget no load uses up: a worker past its share hands the hook to the in-process path, and which path ran
+    # is what this test controls (the budget's own handling is tested in test_faults and test_capture_bad_input).
+    env = rt.with_env(SUBCOG_HOOK_DOMAIN="same-project", SUBCOG_HOOK_BUDGET_SECS="600")
     stores = {}
     try:
         capture_all({**env, "SUBCOG_WORKER_ENABLED": "false"}, tmp_path / "in-process.db", paths, "p")

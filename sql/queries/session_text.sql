@@ -21,10 +21,11 @@ insert into session_text_vectors (text_id, domain, embedding)
 values (:id, :domain, :embedding);
 
 -- name: mark_session_text_embedded
--- Its vector is stored.
+-- Its vector is being stored (no change: another process stored it first).
 update session_text
 set embedded = 1
-where id = :id;
+where id = :id
+  and embedded = 0;
 
 -- name: search_session_text_knn
 -- The k session texts of a domain nearest to a query vector.

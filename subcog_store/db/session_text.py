@@ -49,14 +49,16 @@ def to_embed(con: "apsw.Connection", limit: int) -> list[tuple[int, str, str]]:
 
 
 def store_vectors(con: "apsw.Connection", rows: Sequence[tuple[int, str, "np.ndarray"]]) -> None:
-    """The vectors of texts `to_embed` returned, in one transaction."""
+    """The vectors of texts `to_embed` returned, in one transaction; a text another process embedded since
+    (a worker and the in-process fallback on the same capture) keeps its vector."""
     if _postgres(con):   # the sessions' text is kept in SQLite stores only (see _postgres)
         return
     with immediate(con):
         for text_id, domain, vector in rows:
-            con.execute(q("insert_session_text_vector"), {"id": text_id, "domain": domain,
-                                                           "embedding": vector.astype("float32").tobytes()})
             con.execute(q("mark_session_text_embedded"), {"id": text_id})
+            if con.changes():
+                con.execute(q("insert_session_text_vector"), {"id": text_id, "domain": domain,
+                                                               "embedding": vector.astype("float32").tobytes()})
 
 
 def knn(con: "apsw.Connection", vector: "np.ndarray", domain: str, k: int) -> list[tuple[int, float]]:
