@@ -358,6 +358,34 @@ NEGATION_EQUIVALENT_CHANGED = [  # the equivalent on one side only: the fact cha
 ]
 
 
+MODIFIER_MOVED = [  # the issue's two word-order examples: a modifier that moves carries no role
+    ("Turns out the flaky test was caused by the shared temporary directory between workers.",
+     "Turns out the flaky test came from the temporary directory shared between the workers."),
+    ("Learned that pytest fixtures with scope=session are created only once per test run.",
+     "Learned that a pytest fixture with session scope is only created once for the whole test run."),
+    ("The cached results expire after a restart.", "The results cached by the worker expire after a restart."),
+]
+
+MODIFIER_LOOKALIKES = [  # a verb and its object, or bare words, that trade places: still the other fact
+    ("Jesse Lasky recruited Deane to join the company.", "Jesse Lasky Deane recruited to join the company."),
+    ("The Marlins traded Eovaldi with the Yankees.", "The Marlins Eovaldi traded with the Yankees."),
+    ("Nine episodes ordered were broadcast.", "Nine broadcast episodes were ordered."),
+]
+
+
+@pytest.mark.parametrize("older,newer", MODIFIER_MOVED)
+def test_a_modifier_moved_around_its_noun_is_no_changed_fact(older: str, newer: str) -> None:
+    for a, b in ((older, newer), (newer, older)):
+        assert not changed_fact(a, b).changed, (a, b, changed_fact(a, b))
+    assert judge(older, newer, 0.97).duplicate(0.92)
+
+
+@pytest.mark.parametrize("older,newer", MODIFIER_LOOKALIKES)
+def test_words_that_trade_places_without_a_noun_phrase_stay_changed(older: str, newer: str) -> None:
+    for a, b in ((older, newer), (newer, older)):
+        assert changed_fact(a, b).changed, (a, b)
+
+
 @pytest.mark.parametrize("older,newer", ISSUE_23_SAME + MOVED_NOT_CHANGED)
 def test_a_negation_equivalent_on_both_sides_is_no_changed_fact(older: str, newer: str) -> None:
     for a, b in ((older, newer), (newer, older)):

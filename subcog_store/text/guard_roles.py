@@ -7,7 +7,10 @@ own role, reordering a list or moving attribution is not.
 """
 from __future__ import annotations
 
-from subcog_store.text.guard_tokens import NUM, SAME, GuardVerdict, is_content, names, order_tokens, stem
+import re
+
+from subcog_store.text.guard_tokens import (
+    NUM, SAME, GuardVerdict, compared_form, is_content, names, order_tokens, stem)
 from subcog_store.text.guard_words import (
     ARTICLES, BE, BOUNDARY, LINKS, MARKERS, MONTHS, MOVABLE, PREPOSITIONS, PUNCTUATION, REPORTING, SEPARATORS, TIME,
     TIME_MODIFIERS, WEEKDAYS)
@@ -77,6 +80,23 @@ def _blocks(a: tuple[str, ...], b: tuple[str, ...]) -> list[Block]:
         else:
             blocks.append((i, j, i + length, j + length))
     return blocks
+
+
+_KEY_VALUE_PAIR = re.compile(r"([^\W_][\w.-]*)=([^\W_][\w.-]*)")
+
+
+def _key_values(*texts: str) -> set[frozenset[str]]:
+    """The `key=value` pairs the texts write: `scope=session` and "session scope" say one thing."""
+    return {frozenset(m.groups()) for text in texts for m in _KEY_VALUE_PAIR.finditer(compared_form(text))}
+
+
+def _participle_after(seq: tuple[str, ...], start: int, end: int) -> bool:
+    """The unit is one participle (a content word in -ed) followed by a preposition other than "to" (an
+    infinitive's "to" follows verbs too: "recruited Deane to join" / "Deane recruited to join"): the head of a
+    reduced relative clause ("the directory shared between the workers"), which says what "the shared directory"
+    says."""
+    return (end == start + 1 and len(seq[start]) > 4 and seq[start].endswith("ed") and is_content(seq[start])
+            and end < len(seq) and seq[end] in PREPOSITIONS and seq[end] != "to")
 
 
 def _gap(seq: tuple[str, ...], aligned: list[bool], start: int, end: int) -> bool:
@@ -240,6 +260,21 @@ def order_check(older: str, newer: str) -> GuardVerdict:
     def reworded(seq: tuple[str, ...], aligned: list[bool], start: int, end: int) -> bool:
         return any(not aligned[p] and seq[p] not in ARTICLES and seq[p] not in BOUNDARY for p in range(start, end))
 
+    key_values = _key_values(older, newer)
+
+    def modifier_moved(x: int, y: int) -> bool:
+        """x before y in the older text, y before x in the newer, next to each other in both: the two words of
+        a `key=value` ("scope=session" / "session scope"), or a participle that moved behind its noun and took a
+        preposition after it, an article before both ("the shared directory" / "the directory shared between")"""
+        if y != x + 1 or rank_b[x] != rank_b[y] + 1:
+            return False
+        if frozenset((" ".join(words[x]), " ".join(words[y]))) in key_values:
+            return True
+        (sa, sb, ea, eb), (ya, yb, za, zb) = blocks[x], blocks[y]
+        if ea != ya or zb != sb or not (sa and yb and a[sa - 1] in ARTICLES and b[yb - 1] in ARTICLES):
+            return False
+        return (_participle_after(b, sb, eb) and content[y]) or (_participle_after(a, ya, za) and content[x])
+
     for x in range(k):
         if not content[x] or free[x]:
             continue
@@ -247,6 +282,7 @@ def order_check(older: str, newer: str) -> GuardVerdict:
             if (rank_b[y] > rank_b[x] or not content[y] or free[y]
                     or (y == x + 1 and rank_b[x] == rank_b[y] + 1   # a modifier moved around its head
                         and min(content[x], content[y]) <= MODIFIER_WORDS and max(content[x], content[y]) <= HEAD_WORDS)
+                    or modifier_moved(x, y)
                     or reworded(a, aligned_a, blocks[x][0], blocks[y][2])
                     or reworded(b, aligned_b, blocks[y][1], blocks[x][3])
                     or (listed(a, blocks[x][0:3:2], blocks[y][0:3:2])
