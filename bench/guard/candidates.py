@@ -13,6 +13,8 @@ The candidates, cheapest first, all from the MiniLM model the store already runs
   each training source weighted alike), trained on the TRAIN sources; it vetoes a pair the rule passes when its
   probability of "same fact" is below the cut. Validated leave-one-source-out (cctrace, cipherbox, mclaude, MRPC
   train, the PAWS dev sample).
+- (b2) a logistic regression over the cosine and the two alignment signals (3 inputs, L2 = 1), in place of the
+  cosine as the gate (pairs at cosine >= 0.85 the rule agrees on, probability at or above the cut).
 - (c) an NLI / cross-encoder model from a PyPI wheel: not run here (bench/guard/candidates.md says why).
 
 Every constant (the cut of each candidate, and the threshold of "rule, threshold chosen") is chosen on the TRAIN
@@ -150,28 +152,43 @@ def pairs_of(name: str, phrases: PhraseCache) -> tuple[list[Pair], dict[str, tup
     return out, totals
 
 
-class Learned:
-    """(b): the logistic regression over the difference content, each source weighted alike."""
+def difference(p: Pair) -> np.ndarray:
+    return p.diff
 
-    def __init__(self, pairs: list[Pair]) -> None:
-        x = np.array([p.diff for p in pairs])
+
+def small(p: Pair) -> np.ndarray:
+    return np.array([p.cos, p.align_f, p.unmatched], np.float32)
+
+
+class Learned:
+    """A logistic regression over `inputs` of a pair (b: the difference content; b2: the cosine and the two
+    alignment signals), each training source weighted alike."""
+
+    def __init__(self, pairs: list[Pair], inputs=difference, l2: float = L2) -> None:
+        self.inputs = inputs
+        x = np.array([inputs(p) for p in pairs])
         y = np.array([p.label for p in pairs], float)
         counts: dict[str, int] = {}
         for p in pairs:
             counts[p.source] = counts.get(p.source, 0) + 1
         w = np.array([1.0 / counts[p.source] for p in pairs])
         self.mu, self.sd = x.mean(0), x.std(0) + 1e-6
-        self.beta = fit((x - self.mu) / self.sd, y, w * len(w) / w.sum(), l2=L2, rounds=NEWTON_ROUNDS)
+        self.beta = fit((x - self.mu) / self.sd, y, w * len(w) / w.sum(), l2=l2, rounds=NEWTON_ROUNDS)
 
     def __call__(self, pairs: list[Pair]) -> np.ndarray:
-        return predict(self.beta, (np.array([p.diff for p in pairs]) - self.mu) / self.sd)
+        return predict(self.beta, (np.array([self.inputs(p) for p in pairs]) - self.mu) / self.sd)
+
+
+def models(pairs: list[Pair]) -> dict[str, Learned]:
+    return {"difference": Learned(pairs), "small": Learned(pairs, small, l2=1.0)}
 
 
 def rule_flags(pairs: list[Pair]) -> np.ndarray:
     return np.array([p.cos >= GATE and p.agrees for p in pairs])
 
 
-def candidate_flags(name: str, pairs: list[Pair], constant: float, learned: Learned | None = None) -> np.ndarray:
+def candidate_flags(name: str, pairs: list[Pair], constant: float, learned: dict[str, Learned] | None = None
+                    ) -> np.ndarray:
     base = rule_flags(pairs)
     if name == "rule, threshold chosen":
         return np.array([p.cos >= constant and p.agrees for p in pairs])
@@ -182,7 +199,10 @@ def candidate_flags(name: str, pairs: list[Pair], constant: float, learned: Lear
     if name == "a: alignment veto":
         return base & np.array([p.unmatched >= constant for p in pairs])
     if name == "b: learned veto":
-        return base & (learned(pairs) >= constant) if pairs else base
+        return base & (learned["difference"](pairs) >= constant) if pairs else base
+    if name == "b2: cosine + alignment learned, as the gate":
+        agrees = np.array([p.agrees for p in pairs], bool)
+        return agrees & (learned["small"](pairs) >= constant) if pairs else base
     raise KeyError(name)
 
 
@@ -192,6 +212,7 @@ CANDIDATES = {   # name: the grid its constant is chosen from (on TRAIN)
     "a: alignment opens 0.85-0.90": [0.80, 0.82, 0.84, 0.86, 0.88, 0.90, 0.92, 0.94, 0.96, 1.01],
     "a: alignment veto": [0.0, 0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8],
     "b: learned veto": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6],
+    "b2: cosine + alignment learned, as the gate": [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95],
 }
 
 
@@ -217,7 +238,7 @@ def coding(result: dict, sources) -> tuple[float, float]:
     return tp / max(1, same), fp / max(1, changed)
 
 
-def choose(name: str, pairs: list[Pair], totals: dict, learned: Learned | None) -> float:
+def choose(name: str, pairs: list[Pair], totals: dict, learned: dict[str, Learned] | None) -> float:
     """Precision-first on training pairs, the same for every candidate and for the rule's own threshold: among
     the constants keeping MRPC train precision >= 0.96 and PAWS dev label-0 flagged <= 10%, those bringing the
     train projects' changed facts skipped to MAX_SKIPPED or below (else the fewest skipped), and of these the one
@@ -315,11 +336,12 @@ def main() -> int:
         rest = [p for p in train if p.source != held]
         rest_totals = {s: t for s, t in train_totals.items() if s != held}
         out = [p for p in train if p.source == held]
-        learned = Learned(rest)
+        learned = models(rest)
         y = np.array([p.label for p in out], float)
         aucs.append(f"| {held} | {auc(np.array([p.cos for p in out]), y):.3f} | "
                     f"{auc(np.array([p.align_f for p in out]), y):.3f} | "
-                    f"{auc(np.array([p.unmatched for p in out]), y):.3f} | {auc(learned(out), y):.3f} |")
+                    f"{auc(np.array([p.unmatched for p in out]), y):.3f} | {auc(learned['difference'](out), y):.3f} | "
+                    f"{auc(learned['small'](out), y):.3f} |")
         kind = kind_of(held)
         cells = [fmt(measure(out, rule_flags(out), {held: train_totals[held]})[held], kind)]
         for name in CANDIDATES:
@@ -328,9 +350,10 @@ def main() -> int:
             cells.append(f"{fmt(res, kind)} (at {constant})")
         lines.append(f"| {held} | " + " | ".join(cells) + " |")
     lines += ["", "AUC at cosine >= 0.85 on the held-out source (1 = same fact ranked above every changed one):", "",
-              "| held out | cosine | a: alignment F | a: unmatched match | b: learned |", "| --- | ---: | ---: | ---: | ---: |",
+              "| held out | cosine | a: alignment F | a: unmatched match | b: learned | b2: learned |",
+              "| --- | ---: | ---: | ---: | ---: | ---: |",
               *aucs]
-    learned = Learned(train)
+    learned = models(train)
     chosen = {name: choose(name, train, train_totals, learned) for name in CANDIDATES}
     lines += ["", "## TEST sets (constants chosen on all TRAIN sources)", "",
               "| set | current rule | " + " | ".join(f"{n} (at {chosen[n]})" for n in CANDIDATES) + " |",
