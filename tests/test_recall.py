@@ -368,3 +368,21 @@ def test_a_store_of_none_one_or_only_outdated_memories_answers_sensibly(make_sto
     store.forget(newer.memory_id)      # only an outdated memory is left active: shown, marked as outdated
     hits = store.search("Redis session cache TTL", domain=APP).hits
     assert [h.memory.id for h in hits] == [first.memory_id]
+
+
+def test_the_text_side_asks_for_the_rarest_words_only(filled, monkeypatch):
+    from subcog_store.recall import search
+
+    counts = [("cache", 40, 100), ("redis", 3, 100), ("zebra", 0, 100), ("ttl", 1, 100), ("session", 3, 100)]
+    monkeypatch.setattr(search, "TEXT_TERMS", 3)
+    assert search.rarest(counts) == ["ttl", "redis", "session"]     # fewest memories first; none: not asked
+    monkeypatch.setattr(search, "TEXT_TERMS", 1)
+    assert search.rarest(counts) == ["ttl"]
+    assert search.rarest([]) == [] and search.rarest([("zebra", 0, 100)]) == []
+    store, ids = filled   # "postgres" is held by two memories, "pooling" by one: only the rarer is asked
+    found = store.search("Postgres pooling", domain=APP, use_model=False)
+    assert [h.memory.id for h in found.hits] == [ids["pgbouncer"]]
+    monkeypatch.setattr(search, "TEXT_TERMS", 2)
+    found = store.search("Postgres pooling", domain=APP, use_model=False)
+    assert found.hits[0].memory.id == ids["pgbouncer"] and ids["redis"] in {h.memory.id for h in found.hits}
+

@@ -1,9 +1,9 @@
 """Search a domain's memories: the prompt's meaning and its rare words, current facts first.
 
 Candidates are the vec0 KNN of the prompt's embedding (the prompt as typed: MiniLM reads a question better than
-its keywords) and the FTS5 matches of the prompt's content words (`recall.query`: no question words, no
-conversational frame); each is scored by `recall.fusion` (cosine plus the IDF-weighted share of the content
-words it holds). A memory outdated by a newer one (a changed fact) never ranks above its successor; one whose
+its keywords) and the FTS5 matches of the prompt's rarest content words (`recall.query`: no question words, no
+conversational frame; `rarest`); each is scored by `recall.fusion` (cosine plus the IDF-weighted share of the
+content words it holds). A memory outdated by a newer one (a changed fact) never ranks above its successor; one whose
 cited code no longer bears it out (a mark of `code.verify`) ranks below every current one. Without the
 model the text side answers alone (`method` says so). `extra_domains` searches more scopes beside the project's
 with the same ranking (a user scope of preferences); a lower-ranked source passes its weight to
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 CANDIDATES = 50              # taken from each side
 MAX_QUERY_CHARS = 4000       # a longer query is cut (the model reads 256 tokens anyway)
+TEXT_TERMS = 4               # the full-text query asks for the rarest 4 content words (`rarest`; store_lab.py, TRAIN)
 
 
 @dataclass
@@ -109,11 +110,14 @@ def search(store: "Store", query: str, *, domain: str, namespace: str | None = N
     vector_ids: list[tuple[str, float]] = []
     text_ids: list[str] = []
     with read_snapshot(store.con):
+        counts = db_search.term_counts(store.con, words) if words else []
+        weights = {term: fusion.idf(docs, total) for term, docs, total in counts}
+        rare = rarest(counts)
         for dom in dict.fromkeys([domain, *extra_domains]):
             if vector is not None:
                 vector_ids += db_search.nearest(store.con, vector.astype("float32").tobytes(), dom, CANDIDATES, ns)
-            if words:
-                fts = " OR ".join('"' + w.replace('"', '""') + '"' for w in words[:32])
+            if rare:
+                fts = " OR ".join('"' + w.replace('"', '""') + '"' for w in rare)
                 text_ids += db_search.text_matches(store.con, fts, dom, ns, include_all, CANDIDATES)
         vector_ids.sort(key=lambda pair: -pair[1])
         if include_all and vector is not None:
@@ -121,8 +125,6 @@ def search(store: "Store", query: str, *, domain: str, namespace: str | None = N
         ids = list(dict.fromkeys([mid for mid, _ in vector_ids] + text_ids))
         memories = db_memories.by_ids(store.con, ids)
         marks = citations.marks(store.con, ids)
-        weights = {term: fusion.idf(docs, total) for term, docs, total in db_search.term_counts(store.con, words)} \
-            if words else {}
         hits = _hits(store, vector, vector_ids, text_ids, memories)
     query_words = significant_tokens(text)
     kept = [h for h in hits.values() if not (exclude and exclude(h.memory))]
@@ -140,6 +142,14 @@ def search(store: "Store", query: str, *, domain: str, namespace: str | None = N
     return SearchResult(ranked[:limit], "hybrid" if vector is not None else "text", note,
                         (time.perf_counter() - started) * 1000, {"vector": len(vector_ids), "text": len(text_ids)},
                         [sim for _, sim in vector_ids])
+
+
+def rarest(counts: Sequence[tuple[str, int, int]]) -> list[str]:
+    """The words the text side queries: of the prompt's content words held by some memory, the TEXT_TERMS held
+    by the fewest (the rarest, in the prompt's order among equals). A common word adds little evidence and most of
+    the full-text query's cost (every memory holding it is scored); coverage still weighs every word."""
+    held = [(docs, i, term) for i, (term, docs, _) in enumerate(counts) if docs > 0]
+    return [term for _, _, term in sorted(held)[:TEXT_TERMS]]
 
 
 def _embed(store: "Store", text: str, use_model: bool):
