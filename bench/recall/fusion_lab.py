@@ -8,7 +8,8 @@ as such, age, importance. A fusion is a formula over them; it is scored by recal
 The rule (issue #24): a fusion is kept only when it beats both of its halves (cosine alone, BM25 alone) on the
 train split of every set; among those, the best mean MRR@10 over the sets; ties to the plainer rule. LoCoMo
 (`--locomo PATH`, the public locomo10.json, CC BY-NC 4.0, read at bench time, never committed) is reported beside
-it, not used to choose.
+it, not used to choose, also split by conversation (dev: the first five by sample id, test: the other five) with a
+column saying which fusions beat every half (cosine, BM25, coverage alone) on set 1 train, set 2 train and LoCoMo dev.
 
     .venv/bin/python -m bench.recall.fusion_lab [--locomo PATH] [--out FILE]
 """
@@ -140,6 +141,7 @@ def formulas() -> dict[str, object]:
         "cosine alone (prompt)": lambda c: c.cos,
         "cosine alone (content)": lambda c: c.cos_content,
         "BM25 alone (content)": lambda c: c.bm25 + 1e-9 * c.cos,
+        "coverage alone (content; the product's text side)": lambda c: c.coverage + 1e-9 * c.cos,
         "shipped: RRF k=1, vector x5, age": lambda c: rrf(c.cos + 2, c.bm25, 1, 5, 1) * (
             1 + 0.5 * (0.5 * 0.95 ** (c.age_days / 30) - 0.5)) * (1 + 0.1 * 0.5 ** (c.age_days / 180)),
     }
@@ -166,6 +168,14 @@ def formulas() -> dict[str, object]:
         f[f"cosine (prompt) + {beta} x BM25 saturated"] = (
             lambda beta: lambda c: c.cos + beta * np.minimum(c.bm25 / 8.0, 1.0))(beta)
         f[f"cosine (prompt) + {beta} x coverage^2"] = (lambda beta: lambda c: c.cos + beta * c.coverage ** 2)(beta)
+    for p in (1.5, 2.5, 4):
+        for beta in (0.5, 1.0, 1.5, 2.0, 2.5, 3.0):
+            f[f"cosine (prompt) + {beta} x coverage^{p}"] = (lambda beta, p: lambda c: c.cos + beta * c.coverage ** p)(
+                beta, p)
+    for beta in (1.5, 2.0, 2.5, 3.0):
+        for p in (2, 3):
+            f[f"cosine (prompt) + {beta} x coverage^{p}"] = (lambda beta, p: lambda c: c.cos + beta * c.coverage ** p)(
+                beta, p)
     for k in (1, 10):
         for wv in (1, 2, 3):
             f[f"RRF k={k} cosine (prompt) x{wv}, coverage"] = (
@@ -203,6 +213,27 @@ def locomo_cases(path: Path, embedder, limit: int | None = None) -> list[Case]:
                             coverage(terms(content), docs),
                             np.zeros(n), np.zeros(n)))
     return out
+
+
+HALVES = ("cosine alone (prompt)", "BM25 alone (content)", "coverage alone (content; the product's text side)")
+
+
+def locomo_split(cases: list[Case]) -> dict[str, list[Case]]:
+    """LoCoMo by conversation: the first five (by sample id) a dev split to read why a fusion wins or loses, the
+    other five a test split; no constant is chosen on either."""
+    convs = sorted({c.qid.rsplit("-", 1)[0] for c in cases})
+    if not convs:
+        return {}
+    first = set(convs[:len(convs) // 2])
+    return {"LoCoMo dev": [c for c in cases if c.qid.rsplit("-", 1)[0] in first],
+            "LoCoMo test": [c for c in cases if c.qid.rsplit("-", 1)[0] not in first]}
+
+
+def beats_every_half(table: dict, name: str, groups: list[str]) -> bool:
+    """Recall@5 at least, and MRR@10 above, every half's (cosine, BM25, coverage alone) on each of `groups`."""
+    return name not in HALVES and all(
+        table[name][g]["recall5"] >= max(table[h][g]["recall5"] for h in HALVES)
+        and table[name][g]["mrr10"] > max(table[h][g]["mrr10"] for h in HALVES) for g in groups)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -244,12 +275,15 @@ def main(argv: list[str] | None = None) -> int:
     if not args.cached:
         import pickle
         cases_file.write_bytes(pickle.dumps(groups))
+    groups.update(locomo_split(groups.get("LoCoMo (check)", [])))
     table = {name: {g: metrics(cs, fn) for g, cs in groups.items()} for name, fn in formulas().items()}
     args.out.write_text(json.dumps(table, indent=1))
     cols = list(groups)
-    print("| fusion | " + " | ".join(f"{g} R@5 / MRR" for g in cols) + " |")
+    dev = [g for g in ("set1 train", "set2 train", "LoCoMo dev") if g in groups]
+    print("| fusion | " + " | ".join(f"{g} R@5 / MRR" for g in cols) + f" | beats every half on {', '.join(dev)} |")
     for name, row in table.items():
-        print(f"| {name} | " + " | ".join(f"{row[g]['recall5']:.3f} / {row[g]['mrr10']:.3f}" for g in cols) + " |")
+        print(f"| {name} | " + " | ".join(f"{row[g]['recall5']:.3f} / {row[g]['mrr10']:.3f}" for g in cols)
+              + f" | {'yes' if beats_every_half(table, name, dev) else ''} |")
     print(f"({time.perf_counter() - started:.0f} s; n = " + ", ".join(f"{g} {len(cs)}" for g, cs in groups.items())
           + ")")
     return 0
