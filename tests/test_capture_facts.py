@@ -204,6 +204,33 @@ def test_what_extraction_misses_is_found_in_the_sessions_text_below_the_memories
         assert search_all(store, "export", domain=project(tmp_path, "blog")).items == []   # never another's
 
 
+def test_a_capture_stores_the_sessions_text_and_its_vectors_come_later(tmp_path):
+    """The capture hook embeds none of the sessions' text (its words find it at once); `embed_waiting` (the warm
+    worker between requests, `reembed`) embeds it all later, and then a question in other words finds it."""
+    from subcog_store.capture.session_text import embed_waiting, waiting
+    from subcog_store.recall.session_search import search_session_text
+
+    db = tmp_path / "m.db"
+    capture(db, transcript(tmp_path, [
+        ("user", "the nightly export keeps dying, any idea?"),
+        ("assistant", "The box only has 512 MB, and the export peaks around 900 MB when the archive is zipped in "
+                      "memory; streaming the zip to disk fixed it."),
+        ("user", "ok thanks, also the login page looks odd on phones"),
+        ("assistant", "The login form had a fixed width of 640 px; it now uses max-width so it fits small screens.")]))
+    texts = rows(db, "select count(*) from session_text")[0][0]
+    assert texts == 4 and rows(db, "select count(*) from session_text where embedded = 1") == [(0,)]
+    question = "what RAM does the box have?"   # no word of the answer's turn but "box"
+    with Store(db) as store:
+        assert waiting(store.core) == 4
+        assert embed_waiting(store.core, lambda: False) == 0               # asked first: nothing done
+        calls = iter([True, True])
+        assert embed_waiting(store.core, lambda: next(calls, False), batch=1) == 2   # a batch per yes
+        assert embed_waiting(store.core, lambda: True, batch=1) == 2 and waiting(store.core) == 0
+        hits = search_session_text(store, question, domain=project(tmp_path), limit=1)
+    assert rows(db, "select count(*) from session_text where embedded = 1") == [(4,)]
+    assert "512 MB" in hits[0].content and hits[0].vector_rank == 1   # found by its meaning too
+
+
 def test_the_sessions_text_is_redacted(tmp_path):
     db = tmp_path / "m.db"
     key = "sk-ant-abcdefghijklmnopqrstuvwxyz123456"
@@ -243,6 +270,8 @@ def test_search_with_sessions_on_the_command_line(tmp_path, monkeypatch, capsys)
 
 @pytest.mark.parametrize("kept", [True, False])
 def test_the_prompt_hook_offers_the_sessions_text_below_a_memory_that_leaves_room(tmp_path, kept):
+    from subcog_store.capture.session_text import embed_waiting
+
     db = tmp_path / "m.db"
     capture(db, transcript(tmp_path, [
         ("user", "hmm the nightly export job keeps dying, any idea?"),
@@ -252,8 +281,9 @@ def test_the_prompt_hook_offers_the_sessions_text_below_a_memory_that_leaves_roo
     ]))
     peak = [m["id"] for m in memories(db) if "900 MB" in m["content"]]
     assert len(peak) == 1 and len(memories(db)) == 2
-    if not kept:   # as if extraction had missed it: only the session's text still holds it
-        with Store(db) as store:
+    with Store(db) as store:
+        embed_waiting(store.core, lambda: True)   # as the warm worker does between requests
+        if not kept:   # as if extraction had missed it: only the session's text still holds it
             store.forget(peak[0])
     payload = {"session_id": "later-1", "prompt": "how much memory did the nightly export peak at while zipping?",
                "cwd": str(tmp_path / "shop")}

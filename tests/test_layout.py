@@ -60,7 +60,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("adapters", ["claude_code.handlers", "claude_code.install", "claude_code.installed", "claude_code.request",
                   "mcp.server", "ui.app"]),
     ("entries", ["claude_code.entry", "cli.app", "demo"]),
-    ("hosts", ["claude_code.command", "claude_code.plugin", "hook.command", "worker.hooks",
+    ("hosts", ["claude_code.command", "claude_code.plugin", "hook.command", "worker.hooks", "worker.backlog",
                "worker.server", "cli.*_cmds"]),
     ("main", ["cli.main", "__main__"]),
 ]

@@ -616,6 +616,20 @@ def test_a_capture_answers_first_then_stores_what_in_process_would(rt):
                                            "SessionStart"))
 
 
+def test_the_worker_embeds_the_sessions_text_once_idle(rt):
+    """The capture stores the sessions' text and embeds none of it on the hook's path; the worker embeds it
+    between requests (worker/backlog.py), and answers a hook sent meanwhile."""
+    db = rt.tmp / "s.db"
+    rt.start()
+    output(hook(rt.env, db, payload(transcript(rt.tmp))))
+    texts = rows(db, "select count(*) from session_text")[0][0]
+    assert texts > 0
+    assert wait_for(lambda: rows(db, "select count(*) from session_text where embedded = 0") == [(0,)], timeout=120)
+    status, _ = client.request("status", paths=rt.paths)
+    assert status["session_texts_embedded"] == texts
+    output(hook(rt.env, db, start_payload("sess"), sub="session-start"), "SessionStart")
+
+
 def test_the_worker_holds_the_sign_bits_of_the_scopes_it_checks(rt):
     """The worker turns db/bitcache.py on (its threshold at 0 here): its first capture's semantic check loads
     the scope's sign bits (only a check in a process with the cache on does), the next capture's checks use

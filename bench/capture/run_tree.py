@@ -11,7 +11,8 @@ and `subcog_store.store.Store` (`memories`, `search`). The job (JSON on stdin):
      "search_limit": 8}
 
 Each session is captured by the session-end hook (the whole transcript, summaries included, as when a session
-ends without compacting); then every question is searched (the top `search_limit`: `recall.session_search.search_all`
+ends without compacting); where the tree embeds the sessions' text off the hook's path, that is done next, timed
+apart ("later"); then every question is searched (the top `search_limit`: `recall.session_search.search_all`
 where the tree has it, memories then sessions' text, else `Store.search`) and sent to the user-prompt-submit hook as
 a new session's prompt. Where the tree keeps the sessions' text, both are done again with it switched off
 (`SUBCOG_SESSION_TEXT_ENABLED=false`): the figures with and without it. The environment (database, domain, budget,
@@ -82,6 +83,7 @@ def main() -> int:
         t0, c0 = time.perf_counter(), time.process_time()
         run("session-end", raw, db, {})
         captures.append({"name": s["name"], "wall": time.perf_counter() - t0, "cpu": time.process_time() - c0})
+    later = _embed_later(db)
     try:
         from subcog_store.recall.session_search import search_all
     except ImportError:   # a tree without the sessions' text
@@ -102,8 +104,23 @@ def main() -> int:
         without["prompts"] = _prompts(run, db, job, off)
     prompts = _prompts(run, db, job)
     json.dump({"captures": captures, "memories": memories, "searches": searches, "prompts": prompts,
-               "without_session_text": without}, sys.stdout)
+               "without_session_text": without, "later": later}, sys.stdout)
     return 0
+
+
+def _embed_later(db: str) -> dict | None:
+    """Where the tree embeds the sessions' text off the hook's path (the warm worker between requests, `reembed`):
+    all of it now, before the questions, timed apart from the captures. None for a tree that has no such step."""
+    try:
+        from subcog_store.capture.session_text import embed_waiting
+    except ImportError:
+        return None
+    from subcog_store.store import Store
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    with Store(db, fetch_model=False) as store:
+        n = embed_waiting(store.core, lambda: True)
+    return {"embedded": n, "wall": time.perf_counter() - t0, "cpu": time.process_time() - c0}
 
 
 def _searches(store, job: dict, search_all) -> list[list[dict]]:

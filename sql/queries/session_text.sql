@@ -15,6 +15,10 @@ where embedded = 0
 order by id
 limit :limit;
 
+-- name: session_text_waiting
+-- How many texts of the store wait for their vector (embedded off the hook's path, capture/session_text.py).
+select count(*) from session_text where embedded = 0;
+
 -- name: insert_session_text_vector
 -- The vector of a session text, in its domain's partition.
 insert into session_text_vectors (text_id, domain, embedding)

@@ -201,9 +201,8 @@ def _capture_transcript(run: Run, options: HookOptions, started: float, deadline
             return []
         keep_to_budget(store, deadline, clock=options.clock)
         left = [] if redo else hook_pending.to_redo(store, options.budget_secs, run.transcript_path)
-        # the sessions' text is embedded last: not while a pending capture waits for this run's time
-        keep_text_of_run(store.core, options.domain, run.session_id, _read_before(parts, resume),
-                         options.clock() if left else deadline - SAVE_GRACE_SECS, options.clock)
+        # the sessions' text is stored here, embedded later off the hook's path (capture/session_text.py)
+        keep_text_of_run(store.core, options.domain, run.session_id, _read_before(parts, resume))
         keep_to_budget(store, deadline, grace=SAVE_GRACE_SECS, clock=options.clock)
         try:
             _save(store, run, session_key, resume if resume.after(at) else None, pending if run.truncated else None)

@@ -1,11 +1,11 @@
-"""Keeping a session's text searchable during a capture: its turns stored (redacted, each text once per project,
-linked to the session), then embedded while the hook's budget lasts. A text left without its vector is embedded
-by a later capture (any session), and found by its words meanwhile.
+"""Keeping a session's text searchable: a capture hook stores its turns (redacted, each text once per project,
+linked to the session; found by their words at once) and embeds nothing, so a capture costs what it did before
+the sessions' text was kept. Their vectors come later, off the hook's path, from `embed_waiting`: the warm worker
+between requests (worker/backlog.py) and `subcog-store reembed`. A text waiting for its vector is never lost.
 """
 from __future__ import annotations
 
 import logging
-import time
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from subcog_store.clock import iso
@@ -17,42 +17,43 @@ if TYPE_CHECKING:
     from subcog_store.extraction.transcript import AssistantText
     from subcog_store.core import Core
 
-__all__ = ["keep_session_text", "keep_text_of_run", "EMBED_BATCH"]
+__all__ = ["keep_session_text", "keep_text_of_run", "embed_waiting", "waiting", "EMBED_BATCH"]
 
 log = logging.getLogger("subcog_store.hook.session_text")
-EMBED_BATCH = 32
+EMBED_BATCH = 16   # texts embedded at once (about 300 word pieces each): a request waits at most one batch
 
 
-def keep_session_text(core: "Core", domain: str, session_id: str | None, texts: Sequence["AssistantText"],
-                      deadline: float, clock: Callable[[], float] = time.monotonic) -> dict:
-    """Store the turns of `texts` and embed what waits for a vector until `deadline` (on `clock`); returns what it
-    did. Never raises for the model (no model: the words alone find the text)."""
-    added = session_text.store_chunks(core.con, domain, session_id, turn_chunks(texts), iso(core.clock()))
+def keep_session_text(core: "Core", domain: str, session_id: str | None, texts: Sequence["AssistantText"]) -> int:
+    """Store the turns of `texts` (a text the domain already holds is left alone); returns how many were new."""
+    return session_text.store_chunks(core.con, domain, session_id, turn_chunks(texts), iso(core.clock()))
+
+
+def embed_waiting(core: "Core", go_on: Callable[[], bool], batch: int = EMBED_BATCH) -> int:
+    """Embed the texts still waiting for a vector, oldest first, one batch at a time while `go_on()` says so
+    (asked before each batch); returns how many were embedded. No model: none (the words still find them)."""
+    embedder = core.vectors.embedder
     embedded = 0
-    while clock() < deadline:
-        rows = session_text.to_embed(core.con, EMBED_BATCH)
+    while embedder is not None and go_on():
+        rows = session_text.to_embed(core.con, batch)
         if not rows:
             break
-        embedder = core.vectors.embedder
-        if embedder is None:
-            break
-        try:
-            vectors = embedder.embed_batch([content for _, _, content in rows])
-        except Exception as e:  # noqa: BLE001 - text search still works; a later run tries again
-            log.warning("session text not embedded: %s: %s", type(e).__name__, e)
-            break
+        vectors = embedder.embed_batch([content for _, _, content in rows])
         session_text.store_vectors(core.con, [(i, d, v) for (i, d, _), v in zip(rows, vectors)])
         embedded += len(rows)
-    return {"added": added, "embedded": embedded}
+    return embedded
 
 
-def keep_text_of_run(core: "Core", domain: str, session_id: str | None, texts: Sequence["AssistantText"],
-                     deadline: float, clock: Callable[[], float] = time.monotonic) -> None:
+def waiting(core: "Core") -> int:
+    """How many texts of the store wait for their vector."""
+    return session_text.waiting(core.con)
+
+
+def keep_text_of_run(core: "Core", domain: str, session_id: str | None, texts: Sequence["AssistantText"]) -> None:
     """`keep_session_text` for a capture hook: a failure (locked, full) costs only the search of this text."""
     if not core.settings.session_text_enabled:
         return
     try:
-        done = keep_session_text(core, domain, session_id, texts, deadline, clock)
-        log.info("session text: %d new, %d embedded", done["added"], done["embedded"])
+        log.info("session text: %d new (embedded later)", keep_session_text(core, domain, session_id, texts))
     except (DbError, OSError) as e:
         log.warning("session text not kept: %s: %s", type(e).__name__, e)
+

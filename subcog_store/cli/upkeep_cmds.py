@@ -13,7 +13,8 @@ def register(sub, add) -> None:
     add("doctor", "verify the store's invariants (exit 6 when one fails)", cmd_doctor)
     add("salvage", "print every active memory a damaged database still holds, as JSON lines for capture --jsonl",
         cmd_salvage)
-    add("reembed", "embed active memories that have no vector (stored while the model was missing)", cmd_reembed)
+    add("reembed", "embed active memories that have no vector (stored while the model was missing) and the "
+        "sessions' text waiting for its vectors", cmd_reembed)
     p = add("redact", "apply the current secret rules to everything stored (memories, decision log, hook runs)",
             cmd_redact)
     p.add_argument("--dry-run", action="store_true", help="count what would change; change nothing")
@@ -73,10 +74,14 @@ def cmd_reembed(args: argparse.Namespace) -> int:
 
     from subcog_store.progress import bar
 
+    from subcog_store.capture.session_text import embed_waiting
+
     with open_store(args) as store, bar(0, "reembed", unit="memories", quiet=args.quiet) as p:
         count = reembed(store, progress=p.update)
+        texts = embed_waiting(store.core, lambda: True) if store.settings.session_text_enabled else 0
         p.close()
-        emit(args, {"embedded": count}, f"embedded {count} memories that had no vector")
+        emit(args, {"embedded": count, "session_texts_embedded": texts},
+             f"embedded {count} memories that had no vector and {texts} session texts waiting for theirs")
     return 0
 
 

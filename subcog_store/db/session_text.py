@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
     from subcog_store.extraction.session_chunks import Chunk
 
-__all__ = ["store_chunks", "to_embed", "store_vectors", "knn", "bm25", "by_ids", "counts", "vector_of",
+__all__ = ["store_chunks", "to_embed", "waiting", "store_vectors", "knn", "bm25", "by_ids", "counts", "vector_of",
            "term_counts"]
 
 
@@ -46,6 +46,13 @@ def to_embed(con: "apsw.Connection", limit: int) -> list[tuple[int, str, str]]:
     if _postgres(con):   # the sessions' text is kept in SQLite stores only (see _postgres)
         return []
     return [tuple(r) for r in con.execute(q("session_text_to_embed"), {"limit": limit})]
+
+
+def waiting(con: "apsw.Connection") -> int:
+    """How many texts of the store still wait for their vector."""
+    if _postgres(con):   # the sessions' text is kept in SQLite stores only (see _postgres)
+        return 0
+    return int(con.execute(q("session_text_waiting")).fetchone()[0])
 
 
 def store_vectors(con: "apsw.Connection", rows: Sequence[tuple[int, str, "np.ndarray"]]) -> None:

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from subcog_store.worker import hooks, protocol as wire
+from subcog_store.worker.backlog import Backlog
 
 log = logging.getLogger("subcog_store.worker")
 READ_SECS = 5.0              # a client must send its whole request within this
@@ -48,6 +49,9 @@ class Worker:
         self.stopping = threading.Event()
         self.reason = ""
         self.busy = 0
+        self.wanting = 0             # requests waiting for the run lock (the backlog gives way to them)
+        self.counter = threading.Lock()
+        self.backlog = Backlog()
         self.last = time.monotonic()
         self.started = time.time()
         self.requests = 0
@@ -136,6 +140,8 @@ class Worker:
                 else:
                     conn.close()
             now = time.monotonic()
+            if not self.busy and not self.stopping.is_set():
+                self.backlog.start(self.run_lock, self._free)
             if not self.busy and now - self.last > self.idle_secs:
                 self.stop(f"idle for {self.idle_secs:.0f} s")
             if now >= next_check:
@@ -157,6 +163,7 @@ class Worker:
         deadline = time.monotonic() + STOP_WAIT_SECS
         while self.busy and time.monotonic() < deadline:
             time.sleep(0.02)
+        self.backlog.wait(max(0.0, deadline - time.monotonic()))   # its batch under way (it stops after it)
         try:
             if os.stat(self.paths.sock).st_ino == self.inode:
                 os.unlink(self.paths.sock)
@@ -211,11 +218,17 @@ class Worker:
         if wait is None:
             wire.send(conn, {"ok": False, "error": "bad request: wait must be a number of seconds"})
             return
-        if not self.run_lock.acquire(blocking=False):
-            wire.send(conn, {"st": "queued"})
-            if not self.run_lock.acquire(timeout=wait):
-                wire.send(conn, {"ok": False, "error": "busy"})
-                return
+        self._want(1)
+        try:
+            got = self.run_lock.acquire(blocking=False)
+            if not got:
+                wire.send(conn, {"st": "queued"})
+                got = self.run_lock.acquire(timeout=wait)
+        finally:
+            self._want(-1)
+        if not got:
+            wire.send(conn, {"ok": False, "error": "busy"})
+            return
         self.busy += 1
         try:
             if self.stopping.is_set():
@@ -226,6 +239,7 @@ class Worker:
                 go, _ = wire.recv(conn, time.monotonic() + GO_SECS)
                 if go.get("go") is True:
                     hooks.run(header, blob, go.get("budget"), hooks.Answer(conn))
+                    self.backlog.note(header)
             else:
                 answer, data = self._model(op, header)
                 wire.send(conn, answer, data, timeout=10.0)
@@ -236,6 +250,14 @@ class Worker:
             self.run_lock.release()
             if rss_mb() > MAX_RSS_MB:
                 self.stop(f"its memory grew past {MAX_RSS_MB} MB")
+
+    def _want(self, step: int) -> None:
+        with self.counter:
+            self.wanting += step
+
+    def _free(self) -> bool:
+        """No request runs or waits, and the worker is not stopping: the backlog may take a batch."""
+        return not (self.busy or self.wanting or self.stopping.is_set())
 
     def _model(self, op: str, header: dict) -> tuple[dict, bytes]:
         from subcog_store.model import provider
@@ -261,6 +283,7 @@ class Worker:
         return {"pid": os.getpid(), "key": self.key, "started": self.started, "uptime_secs": round(
             time.time() - self.started, 1), "idle_secs": round(time.monotonic() - self.last, 1),
             "idle_limit_secs": self.idle_secs, "requests": self.requests, "busy": bool(self.busy),
+            "session_texts_embedded": self.backlog.embedded,
             "models": provider.loaded_dirs(), "rss_mb": rss_mb(), "python": sys.version.split()[0],
             "package": wire.PACKAGE}
 
