@@ -117,6 +117,36 @@ def test_a_later_correction_links_the_earlier_statement_as_outdated(tmp_path):
 
 # -- one memory per fact in a project -----------------------------------------------------------------------------
 
+ROOT_CAUSE = "The root cause is that the Redis container listens on 10.0.3.7:6380, not localhost:6379."
+SAID_AGAIN = ("Diagnosed the 502 errors: the cache client pointed at localhost:6379 while Redis actually runs at "
+              "10.0.3.7:6380.")   # cosine 0.75 with ROOT_CAUSE: the same subject, said again in other words
+
+
+def test_a_finding_said_again_in_other_words_is_one_memory(tmp_path):
+    """Within one run (its candidates meet in the batch): the restatement names the same host and port and says
+    mostly the same words, so it is a repeat although its cosine is under 0.85."""
+    capture(tmp_path / "m.db", transcript(tmp_path, [
+        ("assistant", ROOT_CAUSE), ("user", "ok, and the login page?"),
+        ("assistant", "Decision: the login form uses max-width instead of a fixed 640 px width, because it must fit "
+                      "phones."),
+        ("assistant", SAID_AGAIN)]))
+    texts = [m["content"] for m in memories(tmp_path / "m.db")]
+    assert sum("10.0.3.7:6380" in t for t in texts) == 1 and any("640 px" in t for t in texts), texts
+
+
+def test_a_restatement_of_the_same_subject_is_a_repeat_a_changed_value_is_not():
+    from subcog_store.dedup.session_repeat import is_session_repeat
+
+    assert is_session_repeat(ROOT_CAUSE, SAID_AGAIN, 0.75)
+    # the same subject with another value on both sides: a changed fact, kept (and linked as outdated)
+    assert not is_session_repeat("The cache TTL in config/cache.yaml is 5 minutes for sessions.",
+                                 "The cache TTL in config/cache.yaml is 10 minutes for sessions.", 0.80)
+    # no identifier in common: cosine alone does not make a repeat under 0.85
+    assert not is_session_repeat("The billing service uses a 30 second timeout for its upstream calls.",
+                                 "The auth service uses a 5 second timeout for its upstream calls.", 0.80)
+    assert not is_session_repeat(ROOT_CAUSE, SAID_AGAIN, 0.74)   # under SUBJECT_REPEAT
+
+
 def test_a_hook_capture_matches_an_active_memory_of_another_namespace(tmp_path):
     db = tmp_path / "m.db"
     with Store(db) as store:

@@ -13,7 +13,7 @@ from subcog_store.db import locks
 from subcog_store.dedup import write
 from subcog_store.dedup.check import exact_tier, long_enough
 from subcog_store.dedup.rule import judge
-from subcog_store.dedup.session_repeat import SESSION_REPEAT, is_session_repeat
+from subcog_store.dedup.session_repeat import REPEAT_FLOOR, is_session_repeat
 from subcog_store.errors import DatabaseError, InvalidInput, SubcogError
 from subcog_store.inputs import CaptureRequest, Prepared, prepare_all
 
@@ -137,7 +137,7 @@ class _Kept:
             sims = matrix[:len(members)] @ vector
             threshold = self.core.settings.threshold(p.namespace)
             same_session = p.project_wide and p.session_id   # a hook capture: a session's restatements repeat
-            floor = min(threshold, SESSION_REPEAT) if same_session else threshold
+            floor = min(threshold, REPEAT_FLOOR) if same_session else threshold
             phrases = self.core.vectors.phrase_similarity()
             for j in np.argsort(-sims):
                 if sims[j] < floor:
