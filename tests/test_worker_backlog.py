@@ -1,5 +1,5 @@
 """The warm worker's backlog (worker/backlog.py): the sessions' text a capture stored without vectors is embedded
-between requests, a batch at a time under the run lock, giving way to any request that wants the worker."""
+between requests, a few texts at a time beside the run lock, giving way to any request that wants the worker."""
 from __future__ import annotations
 
 import threading
@@ -50,7 +50,7 @@ def test_it_gives_way_after_one_batch_when_a_request_waits(db):
     assert list(b.stores) == [str(db)] and not lock.locked()        # still noted: the next idle moment goes on
 
 
-def test_it_embeds_nothing_while_a_request_holds_the_run_lock(db):
+def test_it_embeds_nothing_while_a_request_holds_the_run_lock(db):   # (its store is opened under it)
     b, lock = noted(db), threading.Lock()
     with lock:
         b.drain(lock, lambda: True)

@@ -2,9 +2,9 @@
 embedded while the worker has nothing else to do, so no hook pays for it.
 
 A store is noted after a capture hook names it (and the first time any hook does: captures run in process before
-the worker started leave texts waiting too). When the worker is idle, one thread embeds, a small batch at a time,
-each batch under the worker's run lock and only while no request waits for that lock: a hook arriving meanwhile
-waits for one batch at most. A store whose texts are all embedded (or that cannot be opened) leaves the backlog
+the worker started leave texts waiting too). When the worker is idle, one thread embeds, two texts at a time, only
+while no request runs or waits: it stops after the texts in hand as soon as one arrives, and the hook does not wait
+for it (the embedding runs beside the run lock, not under it). A store whose texts are all embedded (or that cannot be opened) leaves the backlog
 until a hook names it again.
 """
 # Lazy imports: the worker listens before it loads the store and the model (server.py's preload).
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 log = logging.getLogger("subcog_store.worker")
-BATCH = 8                       # texts embedded under the run lock at once (about 300 word pieces each)
+BATCH = 2                       # texts embedded between two looks at `free()` (about 300 word pieces each)
 NOTED_EVENTS = ("pre-compact", "session-end", "post-compact")
 
 
@@ -78,28 +78,29 @@ class Backlog:
 
     def _drain_store(self, path: str, env: dict[str, str], run_lock: threading.Lock,
                      free: Callable[[], bool]) -> bool:
-        """Embed one store's waiting texts, a batch per turn of the run lock; True once none waits (or the store
-        cannot be used), False when it gave way to a request."""
+        """Embed one store's waiting texts, BATCH at a time while `free()`; True once none waits (or the store
+        cannot be used), False when it gave way to a request. The store is opened under the run lock (what a
+        hook's store opening touches stays one at a time); the embedding runs beside it, so a hook never waits
+        for it (the ONNX session and the tokenizer run from any thread)."""
         from subcog_store.capture.session_text import embed_waiting
         from subcog_store.model import provider
         from subcog_store.store import Store
 
         store = None
         try:
+            if not run_lock.acquire(blocking=False):
+                return False
+            try:
+                if not Path(path).exists():
+                    return True
+                store = Store(path, environ=env, embedders=provider.SHARED, fetch_model=False)
+                if not store.settings.session_text_enabled:
+                    return True
+            finally:
+                run_lock.release()
             while free():
-                if not run_lock.acquire(blocking=False):
-                    return False
-                try:
-                    if store is None:
-                        if not Path(path).exists():
-                            return True
-                        store = Store(path, environ=env, embedders=provider.SHARED, fetch_model=False)
-                        if not store.settings.session_text_enabled:
-                            return True
-                    turns = iter([True])
-                    done = embed_waiting(store.core, lambda: next(turns, False), BATCH)
-                finally:
-                    run_lock.release()
+                turns = iter([True])
+                done = embed_waiting(store.core, lambda: next(turns, False), BATCH)
                 self.embedded += done
                 if done == 0:
                     return True
@@ -109,8 +110,7 @@ class Backlog:
             return True
         finally:
             if store is not None:
-                with run_lock:
-                    store.close()
+                store.close()
 
 
 def _db_file(db: object, env: dict[str, str], cwd: object) -> str | None:
