@@ -288,8 +288,10 @@ def _first(error: Exception) -> str:
 @contextmanager
 def transaction(con: "psycopg.Connection", *scopes: tuple[str, str]) -> Iterator["psycopg.Connection"]:
     """A READ COMMITTED transaction holding the write lock of each (domain, namespace) scope, taken in a fixed
-    order so two writers of the same scopes never deadlock; commits on success, rolls back on any error."""
+    order so two writers of the same scopes never deadlock, and the store's lock shared (as a capture through the
+    data layer: a writer of the whole store waits for it); commits on success, rolls back on any error."""
     with con.transaction():
+        con.execute(q("lock_store_shared", DIALECT))
         for domain, namespace in sorted(set(scopes)):
             con.execute(q("lock_scope", DIALECT), {"domain": domain, "namespace": namespace})
         yield con

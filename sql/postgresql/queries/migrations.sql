@@ -39,6 +39,11 @@ select extversion from pg_extension where extname = 'vector';
 -- Enable pgvector (needs the right to: a superuser, or the database owner where the extension is trusted).
 create extension if not exists vector;
 
+-- name: lock_store_shared
+-- The store's write lock, shared, until the transaction ends: the writers of scopes hold it together; a writer of
+-- the whole store (begin_write in store.sql) takes it alone.
+select pg_advisory_xact_lock_shared(1398096452, 1);
+
 -- name: lock_scope
 -- The write lock of one (domain, namespace) scope until the transaction ends: every writer of the scope takes
 -- it before its check-then-write. Two scopes whose names hash alike share a lock (harmless: they only wait).
