@@ -284,23 +284,62 @@ def said(out: str) -> str:
 
 
 def run_hook(db: Path, stdin: bytes, environ: dict[str, str], event: str = "pre-compact",
-             expect: str | None = None, installed: bool = False) -> tuple[float, str]:
+             installed: bool = False) -> tuple[float, str]:
+    """One hook process: its wall time (ms) and what it said (a pre-compact's status line)."""
     ms, out, _ = run_process([*hook_argv(installed), "--db", str(db), event], stdin, environ)
-    message = said(out) if event == "pre-compact" else out[:80]
-    if expect is not None and expect not in message:
-        raise RuntimeError(f"unexpected hook output {message!r} (wanted {expect!r})")
-    return ms, message
+    return ms, said(out) if event == "pre-compact" else out[:80]
 
 
 def hook_runs(tmp: Path, base_db: Path, transcript: Path, reps: int, environ: dict[str, str],
-              expect: str) -> tuple[list[float], str]:
+              expect: str) -> tuple[list[float], str, int]:
+    """`reps` runs on fresh copies of `base_db`: their times, the last run's words (a miss's, if any missed),
+    and how many did the whole capture within their budget (said `expect`). A run that missed (on a loaded
+    machine a capture may stop at its budget and leave the rest for the next run) is a figure, not an error."""
     db = tmp / "run.db"
-    times, message = [], ""
+    times, message, complete, missed = [], "", 0, ""
     for i in range(reps):
         fresh_copy(base_db, db)
-        ms, message = run_hook(db, payload(transcript, f"bench-{uuid.uuid4().hex}"), environ, expect=expect)
+        ms, message = run_hook(db, payload(transcript, f"bench-{uuid.uuid4().hex}"), environ)
         times.append(ms)
-    return times, message
+        if expect in message:
+            complete += 1
+        else:
+            missed = message
+    return times, missed or message, complete
+
+
+COUNT = """
+import json, sys
+try:
+    from subcog_store.extraction.extract import extract_candidates
+    from subcog_store.extraction.transcript import read_assistant_texts
+except ImportError:   # a tree from before the hook folder was split
+    from subcog_store.hook.extract import extract_candidates
+    from subcog_store.hook.transcript import read_assistant_texts
+read = read_assistant_texts(sys.argv[1])
+print(json.dumps([read.records, len(read.texts), len(extract_candidates(read.texts))]))
+"""
+
+
+def count_candidates(transcript: Path) -> tuple[int, int, int]:
+    """Records, assistant texts and capture candidates of the transcript, by the code the hooks run (a --tree's
+    extraction may find other candidates than this checkout's)."""
+    _, out, _ = run_process([sys.executable, "-c", COUNT, str(transcript)], b"", env(transcript.parent))
+    records, texts, candidates = json.loads(out)
+    return records, texts, candidates
+
+
+def prepared_store(tmp: Path, base: Path, n: int, transcript: Path) -> Path:
+    """`base` with the transcript's candidates captured once (case (b)'s store), by a run given all the time it
+    needs (a loaded machine must not leave some of them out), checkpointed."""
+    import apsw
+
+    pre = tmp / f"store-{n}-pre.db"
+    fresh_copy(base, pre)
+    _, words = run_hook(pre, payload(transcript, "pre"), env(tmp, SUBCOG_HOOK_BUDGET_SECS="600"))
+    with apsw.Connection(str(pre)) as con:
+        con.execute("pragma wal_checkpoint(truncate)")
+    return pre
 
 
 def worker_cli(action: str, environ: dict[str, str]) -> dict:
@@ -364,6 +403,7 @@ def worker_section(tmp: Path, base: Path, pre: Path, transcript: Path, reps: int
     inside: dict[str, list[float]] = {k: [] for k in keys}   # the worker's own time (from its log line)
     complete: dict[str, list[float]] = {k: [] for k in keys}   # request to the capture's end, in the worker
     said_by: dict[str, str] = {}
+    whole: dict[str, list[bool]] = {k: [] for k in keys}   # the run did all its work within its budget
     db, log_file = tmp / "w.db", tmp / "hook.log"
     fallbacks = 0
     reasons: dict[str, int] = {}
@@ -389,8 +429,7 @@ def worker_section(tmp: Path, base: Path, pre: Path, transcript: Path, reps: int
             if done_ms is not None:
                 complete[key].append(done_ms)
             result = stored_result(db_path)
-            if expect is not None and expect not in result:
-                raise RuntimeError(f"the warm run saved {result!r} (wanted {expect!r})")
+            whole[key].append(expect is None or expect in result)
             said_by[key] = f"{said.rstrip('.')}; then saved: {result}"
 
     worker_cli("stop", wenv)
@@ -405,13 +444,15 @@ def worker_section(tmp: Path, base: Path, pre: Path, transcript: Path, reps: int
         times["floor"].append(run_process([sys.executable, "-c", "import json,sys; json.load(sys.stdin)"], b"{}",
                                           local)[0])
         fresh_copy(base, db)
-        ms, said_by["a_local"] = run_hook(db, payload(transcript, f"l-{i}"), local, expect=new_msg)
+        ms, said_by["a_local"] = run_hook(db, payload(transcript, f"l-{i}"), local)
         times["a_local"].append(ms)
+        whole["a_local"].append(new_msg in said_by["a_local"])
         fresh_copy(base, db)
         warm("a_warm", db, payload(transcript, f"w-{i}"), expect=new_msg)
         fresh_copy(pre, db)
-        ms, said_by["b_local"] = run_hook(db, payload(transcript, f"lb-{i}"), local, expect=rep_msg)
+        ms, said_by["b_local"] = run_hook(db, payload(transcript, f"lb-{i}"), local)
         times["b_local"].append(ms)
+        whole["b_local"].append(rep_msg in said_by["b_local"])
         warm("b_warm", db, payload(transcript, f"wb-{i}"), expect=rep_msg)
         times["start_local"].append(run_hook(db, start_payload(f"s-{i}"), local, "session-start")[0])
         warm("start_warm", db, start_payload(f"t-{i}"), "session-start")
@@ -423,11 +464,13 @@ def worker_section(tmp: Path, base: Path, pre: Path, transcript: Path, reps: int
     for i in range(first_reps):
         log(f"  worker section: first call {i + 1} of {first_reps} (load {os.getloadavg()[0]:.1f})")
         fresh_copy(base, db)
-        ms, _ = run_hook(db, payload(transcript, f"fl-{i}"), local, expect=new_msg)
+        ms, words = run_hook(db, payload(transcript, f"fl-{i}"), local)
         times["a_local"].append(ms)
+        whole["a_local"].append(new_msg in words)
         fresh_copy(base, db)
-        ms, said_by["a_first"] = run_hook(db, payload(transcript, f"f-{i}"), wenv, expect=new_msg, installed=True)
+        ms, said_by["a_first"] = run_hook(db, payload(transcript, f"f-{i}"), wenv, installed=True)
         times["a_first"].append(ms)
+        whole["a_first"].append(new_msg in said_by["a_first"])
         worker_cli("stop", wenv)   # it started one: stop it (while it loads) so the next run starts cold again
     p50 = {k: pct(v, 50) for k, v in times.items()}
     label = {"floor": "interpreter floor: bare `python -c json.load`",
@@ -441,6 +484,7 @@ def worker_section(tmp: Path, base: Path, pre: Path, transcript: Path, reps: int
              "prompt_local": "user-prompt-submit: in process (text side only: the model is not loaded)",
              "prompt_warm": "user-prompt-submit: worker warm (hybrid: the model is loaded there)"}
     rows = [[label[k], len(v), f"{pct(v, 50):.0f}", f"{pct(v, 95):.0f}",
+             f"{sum(whole[k])}/{len(whole[k])}" if whole[k] else "-",
              f"{pct(inside[k], 50):.0f}" if inside[k] else "-", f"{pct(complete[k], 50):.0f}" if complete[k] else "-",
              said_by.get(k, "-")] for k, v in times.items()]
     notes = [f"worker memory after the warm rows: {status.get('rss_mb', '?')} MB RSS, "
@@ -454,8 +498,12 @@ PHASES = r"""
 import json, sys, time
 t0 = time.perf_counter()
 from subcog_store.store import Store
-from subcog_store.extraction.transcript import read_assistant_texts
-from subcog_store.extraction.extract import extract_candidates
+try:
+    from subcog_store.extraction.transcript import read_assistant_texts
+    from subcog_store.extraction.extract import extract_candidates
+except ImportError:   # a --tree from before the hook folder was split
+    from subcog_store.hook.transcript import read_assistant_texts
+    from subcog_store.hook.extract import extract_candidates
 t1 = time.perf_counter()
 store = Store(sys.argv[1])
 t2 = time.perf_counter()
@@ -555,13 +603,9 @@ def main(argv: list[str] | None = None) -> int:
         (tmp / "run").mkdir(mode=0o700)
         transcript = tmp / "transcript.jsonl"
         make_transcript(transcript)
-        from subcog_store.extraction.extract import extract_candidates
-        from subcog_store.extraction.transcript import read_assistant_texts
-
-        read = read_assistant_texts(transcript)
-        n_cands = len(extract_candidates(read.texts))
+        records, n_texts, n_cands = count_candidates(transcript)
         sentences, vectors, vec_source = corpus_vectors(max(sizes), log)
-        print(f"transcript: {read.records} records, {transcript.stat().st_size / 1e6:.1f} MB, {len(read.texts)} "
+        print(f"transcript: {records} records, {transcript.stat().st_size / 1e6:.1f} MB, {n_texts} "
               f"assistant texts, {n_cands} candidates; store vectors: {vec_source}; {reps} runs per row; "
               f"{os.cpu_count()} cores, load avg at start {os.getloadavg()[0]:.2f}"
               + (f"; hooks run from {TREE}" if TREE else "") + "\n")
@@ -571,48 +615,43 @@ def main(argv: list[str] | None = None) -> int:
         floor_ms = [run_process([sys.executable, "-c", "import json,sys; json.load(sys.stdin)"], b"{}",
                                 env(tmp))[0] for _ in range(reps)]
         rows.append(["baseline: bare `python -c json.load`", "-", f"{pct(floor_ms, 50):.0f}",
-                     f"{pct(floor_ms, 95):.0f}", "-"])
+                     f"{pct(floor_ms, 95):.0f}", "-", "-"])
         probe = {}
         for n in sizes[-1:] if args.worker_only else sizes:
             log(f"building the {n}-memory store ...")
             base = tmp / f"store-{n}.db"
             build_store(base, sentences[:n], vectors[:n])
             if args.worker_only:
-                pre = tmp / f"store-{n}-pre.db"
-                fresh_copy(base, pre)
-                run_hook(pre, payload(transcript, "pre"), env(tmp))
+                pre = prepared_store(tmp, base, n, transcript)
                 probe = {"a": (base, env(tmp)), "b": (pre, env(tmp))}
                 continue
-            new_ms, msg_a = hook_runs(tmp, base, transcript, reps, env(tmp), new_msg)
+            new_ms, msg_a, done_a = hook_runs(tmp, base, transcript, reps, env(tmp), new_msg)
             rows.append([f"(a) {n_cands} new candidates", n, f"{pct(new_ms, 50):.0f}", f"{pct(new_ms, 95):.0f}",
-                         msg_a])
+                         f"{done_a}/{reps}", msg_a])
             verdicts.append((f"(a) {n}: p50 < {TARGET_NEW_MS:.0f} ms", pct(new_ms, 50) < TARGET_NEW_MS,
                              pct(new_ms, 50)))
-            off_ms, msg_off = hook_runs(tmp, base, transcript, reps, env(tmp, SUBCOG_DEDUP_ENABLED="false"),
-                                        new_msg)
+            off_ms, msg_off, done_off = hook_runs(tmp, base, transcript, reps,
+                                                  env(tmp, SUBCOG_DEDUP_ENABLED="false"), new_msg)
             rows.append(["baseline: (a) with SUBCOG_DEDUP_ENABLED=false", n, f"{pct(off_ms, 50):.0f}",
-                         f"{pct(off_ms, 95):.0f}", msg_off])
-            pre = tmp / f"store-{n}-pre.db"
-            fresh_copy(base, pre)
-            run_hook(pre, payload(transcript, "pre"), env(tmp))
-            with __import__("apsw").Connection(str(pre)) as con:
-                con.execute("pragma wal_checkpoint(truncate)")
-            rep_ms, msg_b = hook_runs(tmp, pre, transcript, reps, env(tmp), rep_msg)
+                         f"{pct(off_ms, 95):.0f}", f"{done_off}/{reps}", msg_off])
+            pre = prepared_store(tmp, base, n, transcript)
+            rep_ms, msg_b, done_b = hook_runs(tmp, pre, transcript, reps, env(tmp), rep_msg)
             rows.append([f"(b) {n_cands} repeats (exact)", n, f"{pct(rep_ms, 50):.0f}", f"{pct(rep_ms, 95):.0f}",
-                         msg_b])
+                         f"{done_b}/{reps}", msg_b])
             verdicts.append((f"(b) {n}: p50 < {TARGET_REPEAT_MS:.0f} ms", pct(rep_ms, 50) < TARGET_REPEAT_MS,
                              pct(rep_ms, 50)))
             if n == sizes[-1]:
                 probe = {"a": (base, env(tmp)), "b": (pre, env(tmp))}
         if not args.worker_only:
-            print(md_table(["case (in process)", "memories", "p50 ms", "p95 ms", "hook said"], rows))
+            print(md_table(["case (in process)", "memories", "p50 ms", "p95 ms", "complete within budget", "hook said"],
+                           rows))
 
         if not args.no_worker:
             base, pre = probe["a"][0], probe["b"][0]
             w_rows, p50, notes = worker_section(tmp, base, pre, transcript, reps, n_cands, log)
             print(f"\nWarm worker (issue #13), store of {sizes[-1]} memories, interleaved runs, "
                   f"load avg now {os.getloadavg()[0]:.2f}:\n")
-            print(md_table(["case", "runs", "p50 ms", "p95 ms", "worker's answer, p50 ms",
+            print(md_table(["case", "runs", "p50 ms", "p95 ms", "complete within budget", "worker's answer, p50 ms",
                             "worker's capture done, p50 ms", "hook said"], w_rows))
             for note in notes:
                 print(f"- {note}")

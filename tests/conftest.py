@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
+from hypothesis import HealthCheck, settings as hypothesis_settings
 
 from helpers import ANSWER_WHEN_DONE, clean_environ, cli_command  # noqa: F401 - re-exported: the suite's one copy
 from subcog_store.model.embedder import Embedder
@@ -20,6 +21,12 @@ from subcog_store.store import Store
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 START_TIME = 1_800_000_000.0  # a fixed unix time, so stored timestamps are reproducible
+
+# Hypothesis times each example (200 ms deadline) and each input's generation (the too_slow health check) by the
+# wall clock: a busy machine failed tests that were right. Neither is a property of the code under test; examples
+# are counted, not timed. Tests that set their own settings inherit this profile.
+hypothesis_settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+hypothesis_settings.load_profile("suite")
 
 
 def settings_env(**settings: object) -> dict[str, str]:

@@ -28,7 +28,6 @@ from helpers import NO_WORKER, cli_in_process, run_cli
 REPO = Path(__file__).resolve().parents[1]
 SESSION_A = REPO / "samples" / "session-a.jsonl"
 CLI = cli_command()
-MARGIN = 1.5        # over the hook's budget: its 0.5 s grace to save progress, and starting and ending a process
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 NO_MODEL = {"SUBCOG_DEDUP_SEMANTIC_ENABLED": "false"}
 
@@ -102,9 +101,8 @@ def test_a_transcript_that_is_not_a_regular_file_never_hangs(tmp_path, kind):
     path = {"fifo": tmp_path / "fifo", "dev-zero": Path("/dev/zero"), "directory": tmp_path}[kind]
     if kind == "fifo":
         os.mkfifo(path)
-    proc, elapsed = hook(tmp_path, tmp_path / "s.db", payload(path), timeout=20, **NO_MODEL)
+    proc, _ = hook(tmp_path, tmp_path / "s.db", payload(path), **NO_MODEL)   # a hang: TimeoutExpired (60 s)
     assert "transcript unreadable" in message(proc)
-    assert elapsed < 10
 
 
 # ------------------------------------------------------------------------------ 1. a huge session, run after run
@@ -137,18 +135,21 @@ def runs_until_done(tmp_path: Path, db: Path, path: Path, budget: float, max_run
 
 
 def test_a_huge_record_is_captured_over_successive_runs_each_making_progress(tmp_path):
-    """29.8: a 3,000-paragraph record with a 2 s budget. A run always handles MIN_CAPTURES candidates (or what
-    is left), whatever the load, so the record is complete within 3000 / MIN_CAPTURES runs and its pieces (an
-    idle machine takes a handful; the budget's own keeping is tested with a fake clock below)."""
+    """29.8: a record of 600 paragraphs (about 60,000 characters: several pieces) with a 2 s budget. A run
+    always handles MIN_CAPTURES candidates (or what is left), whatever the load, so the record is complete within
+    600 / MIN_CAPTURES runs and its pieces (an idle machine takes one or two; the budget's own keeping is tested
+    with a fake clock below). bench/faults.py runs the 3,000-paragraph record of issue 29."""
     from subcog_store.capture.session import MIN_CAPTURES, PIECE_CHARS
 
+    n = 600
     path = tmp_path / "huge.jsonl"
-    text = "\n\n".join(decision(i) for i in range(3000))
+    text = "\n\n".join(decision(i) for i in range(n))
+    assert len(text) > 2 * PIECE_CHARS
     path.write_bytes(assistant(text))
     db = tmp_path / "s.db"
-    runs_until_done(tmp_path, db, path, budget=2.0, max_runs=math.ceil(3000 / MIN_CAPTURES)
+    runs_until_done(tmp_path, db, path, budget=2.0, max_runs=math.ceil(n / MIN_CAPTURES)
                     + math.ceil(len(text) / (PIECE_CHARS // 2)) + 2)
-    assert count(db) == 3000
+    assert count(db) == n
 
 
 class BusyClock:
@@ -564,9 +565,8 @@ def test_a_hook_log_on_dev_full_through_the_worker(tmp_path, worker_env):
                                          ("SUBCOG_HOOK_BUDGET_SECS", "-inf"), ("SUBCOG_HOOK_BUDGET_SECS", "1e400"),
                                          ("SUBCOG_HOOK_MIN_CONFIDENCE", "nan")])
 def test_a_non_finite_hook_setting_is_named(tmp_path, name, value):
-    proc, elapsed = hook(tmp_path, tmp_path / "s.db", payload(SESSION_A), **{name: value}, **NO_MODEL)
-    text = message(proc)
-    assert name in text and elapsed < 10
+    proc, _ = hook(tmp_path, tmp_path / "s.db", payload(SESSION_A), **{name: value}, **NO_MODEL)
+    assert name in message(proc)   # named at once: an infinite budget waiting forever would time out (60 s)
 
 
 def test_a_bad_store_setting_is_named_by_the_hook(tmp_path):
@@ -606,18 +606,73 @@ def locked_db(tmp_path):
         locker.stdout.close()
 
 
-def test_a_held_lock_is_reported_within_budget(tmp_path, locked_db):
-    proc, elapsed = hook(tmp_path, locked_db, payload(SESSION_A), SUBCOG_HOOK_BUDGET_SECS="2", **NO_MODEL)
+def test_a_held_lock_is_reported_by_the_hook_process(tmp_path, locked_db):
+    """The hook as a process: exit 0, nothing on stderr, output the client accepts, the lock named. How long
+    it waits is the in-process test's below (a fake clock); a wall-clock figure belongs in bench/faults.py."""
+    proc, _ = hook(tmp_path, locked_db, payload(SESSION_A), SUBCOG_HOOK_BUDGET_SECS="2", **NO_MODEL)
     assert "locked" in message(proc)
-    assert elapsed <= 2 + MARGIN, elapsed
 
 
-def test_a_held_lock_after_slow_extraction_is_reported_within_budget(tmp_path, locked_db):
-    path = tmp_path / "long.jsonl"   # extracting it takes about 1 to 3 s before the first write
-    path.write_bytes(assistant("\n\n".join(decision(i) for i in range(1500))))
-    proc, elapsed = hook(tmp_path, locked_db, payload(path), SUBCOG_HOOK_BUDGET_SECS="3", **NO_MODEL)
-    assert "locked" in message(proc)
-    assert elapsed <= 3 + MARGIN, elapsed
+class LockWaits:
+    """SQLite's lock wait on a fake clock: every wait the code asks for (db/locks.py, the only place that sets
+    one) becomes a busy handler that moves `clock` on instead of sleeping, so how long a run waits for a held
+    lock is counted exactly, whatever the machine's load. `waits`: (when it began, how long it lasted)."""
+
+    STEP = 0.05
+
+    def __init__(self, clock) -> None:
+        self.clock, self.waits = clock, []
+
+    def set(self, con, seconds: float) -> None:
+        limit = max(seconds, 0.001)
+        began: list[float] = []
+
+        def busy(prior_calls: int) -> bool:
+            if prior_calls == 0:
+                began.append(self.clock.now)
+                self.waits.append([self.clock.now, 0.0])
+            waited = self.clock.now - began[-1]
+            if waited >= limit:
+                return False
+            step = min(self.STEP, limit - waited)
+            self.clock.advance(step)
+            self.waits[-1][1] += step
+            return True
+
+        con.setbusyhandler(busy)
+
+
+@pytest.mark.parametrize("extraction_secs", [0.0, 1.5])
+def test_a_held_lock_costs_no_more_than_the_budget_and_its_grace(tmp_path, locked_db, monkeypatch,
+                                                                   extraction_secs):
+    """Another process holds the write lock for good: the run's lock waits (on a fake clock, see LockWaits)
+    end by its budget plus the grace for saving where it stopped, also when extracting used most of the budget
+    first; the run says the store is locked."""
+    from conftest import FakeClock
+    from subcog_store.capture.session import SAVE_GRACE_SECS, HookOptions
+    from subcog_store.claude_code.handlers import pre_compact
+    from subcog_store.db import locks
+    from subcog_store.extraction import extract
+
+    for key in [k for k in os.environ if k.startswith("SUBCOG_")]:
+        monkeypatch.delenv(key)
+    clock = FakeClock(0.0)
+    waits = LockWaits(clock)
+    monkeypatch.setattr(locks, "_set", waits.set)
+    real_extract = extract.extract_candidates
+
+    def slow_extract(*args, **kwargs):
+        clock.advance(extraction_secs)
+        return real_extract(*args, **kwargs)
+    monkeypatch.setattr(extract, "extract_candidates", slow_extract)
+    budget = 2.0
+    options = HookOptions(locked_db, budget_secs=budget, clock=clock,
+                          environ={**NO_MODEL, "SUBCOG_HOOK_LOG": str(tmp_path / "hook.log")})
+    run = pre_compact(json.dumps(payload(SESSION_A)).encode(), options)
+    assert "locked" in run.report() or any("locked" in str(e) for e in run.errors), run.report()
+    assert waits.waits, "the run never met the lock"
+    assert clock.now <= budget + SAVE_GRACE_SECS + 1e-9, waits.waits
+    assert all(start + length <= budget + SAVE_GRACE_SECS + 1e-9 for start, length in waits.waits), waits.waits
 
 
 # ------------------------------------------------------------------------------------ concurrent first opens

@@ -13,7 +13,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from unittest import mock
 
@@ -22,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import hook_output_problems as problems, shared_path
-from helpers import clean_environ, run_cli, run_hook
+from helpers import clean_environ, run_cli, run_hook, wait_for
 from subcog_store.capture.session import HookOptions
 from subcog_store.claude_code.handlers import pre_compact
 from subcog_store.claude_code.report import capture_output
@@ -191,11 +190,9 @@ def test_a_100_mb_transcript_finishes_within_the_budget(tmp_path):
                               "partition held most of the writes."))
             i += 1
     assert path.stat().st_size >= 100 << 20
-    started = time.monotonic()
-    proc = hook(tmp_path, tmp_path / "s.db", payload(path), env=base_env(tmp_path, SUBCOG_HOOK_BUDGET_SECS="5"))
-    elapsed = time.monotonic() - started
+    proc = hook(tmp_path, tmp_path / "s.db", payload(path), env=base_env(tmp_path, SUBCOG_HOOK_BUDGET_SECS="5"),
+                timeout=120)   # bounds a broken run; the reader's deadline: tests/test_transcript.py (fake clock)
     message = accepted(proc, tmp_path)
-    assert elapsed < 15, elapsed
     assert "captured" in message or "time budget" in message
     path.unlink()
 
@@ -224,31 +221,46 @@ def new_store(db: Path) -> None:
 
 
 def test_a_briefly_locked_database_is_waited_for(tmp_path):
+    """Locked when the hook starts, released once the hook has the store open: the hook waits and captures.
+    (A lock held for good: tests/test_faults.py counts the wait on a fake clock.)"""
     db = tmp_path / "s.db"
     new_store(db)
-    locker = lock(db, 3)
+    locker = lock(db, 600)
     try:
-        started = time.monotonic()
-        message = accepted(hook(tmp_path, db, payload(copy_sample(tmp_path, "session-a")), timeout=30), tmp_path)
-        assert time.monotonic() - started < 15
+        proc = run_hook("pre-compact", payload(copy_sample(tmp_path, "session-a")), db=db,
+                        environ=base_env(tmp_path, SUBCOG_HOOK_BUDGET_SECS="600"), background=True)
+        opened = wait_for(lambda: opened_by_another(db, locker.pid) or proc.poll() is not None, step=0.05)
+        assert opened and proc.poll() is None, "the hook ended before it opened the store"
     finally:
         locker.kill()
         locker.wait()
+    out, err = proc.communicate(timeout=120)
+    message = accepted(subprocess.CompletedProcess(proc.args, proc.returncode, out, err), tmp_path)
     assert message == "subcog: captured 7 memories, skipped 1 duplicate"
 
 
+def opened_by_another(path: Path, besides: int) -> bool:
+    """Whether a process other than `besides` has `path` open: the hook, or the warm worker running it (read
+    from /proc: a state to wait for, not a time)."""
+    for pid in (p for p in os.listdir("/proc") if p.isdigit() and int(p) != besides):
+        try:
+            if any(os.readlink(f"/proc/{pid}/fd/{fd}") == str(path) for fd in os.listdir(f"/proc/{pid}/fd")):
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def test_a_locked_database_does_not_outlast_the_budget(tmp_path):
+    """A lock held for good: the hook gives up, says where to look, and logs the lock. How long it waits is
+    counted on a fake clock in tests/test_faults.py; the timeout here only bounds a broken run."""
     db = tmp_path / "s.db"
     new_store(db)
-    locker = lock(db, 60)
+    locker = lock(db, 600)
     try:
-        started = time.monotonic()
-        try:
-            proc = hook(tmp_path, db, payload(copy_sample(tmp_path, "session-a")),
-                        env=base_env(tmp_path, SUBCOG_HOOK_BUDGET_SECS="2", SUBCOG_DEDUP_SEMANTIC_ENABLED="false"),
-                        timeout=8)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"the hook was still running after {time.monotonic() - started:.1f} s (budget 2 s)")
+        proc = hook(tmp_path, db, payload(copy_sample(tmp_path, "session-a")),
+                    env=base_env(tmp_path, SUBCOG_HOOK_BUDGET_SECS="2", SUBCOG_DEDUP_SEMANTIC_ENABLED="false"),
+                    timeout=120)
     finally:
         locker.kill()
         locker.wait()

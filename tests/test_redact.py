@@ -211,9 +211,13 @@ ADVERSARIAL = {
 
 
 @pytest.mark.parametrize("name", ADVERSARIAL)
-def test_adversarial_inputs_finish_fast(name: str):
+def test_adversarial_inputs_take_linear_work(name: str):
+    """No pattern backtracks catastrophically on 200,000 characters built to make it. Counted in CPU seconds of
+    this thread (time.thread_time), which a busy machine does not stretch (the wall clock did: 1.1 s at load 8 for
+    0.35 s of CPU, the worst case here): catastrophic backtracking costs minutes or hours, so 2 s is a bound for
+    a broken pattern, not a figure a passing run comes near. bench/ holds the speed claims."""
     text = ADVERSARIAL[name]
-    started = time.perf_counter()
+    started = time.thread_time()
     out, _ = redact(text)
-    assert time.perf_counter() - started < 2.0  # generous: only catastrophic backtracking fails this
+    assert time.thread_time() - started < 2.0
     assert redact(out)[1] == 0

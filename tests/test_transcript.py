@@ -6,7 +6,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -296,7 +295,22 @@ def test_100mb_transcript_streams_in_bounded_memory(big_transcript):
     assert grew_mib < 40, f"peak RSS grew by {grew_mib} MiB"
 
 
-def test_max_bytes_and_deadline_stop_at_line_boundaries(big_transcript):
+class TickingClock:
+    """A monotonic clock that moves on `step` seconds at every look: the reader's progress, not the machine's
+    speed, decides when a deadline passes."""
+
+    def __init__(self, step: float) -> None:
+        self.now, self.step, self.looks = 1000.0, step, 0
+
+    def monotonic(self) -> float:
+        self.looks += 1
+        self.now += self.step
+        return self.now
+
+
+def test_max_bytes_and_deadline_stop_at_line_boundaries(big_transcript, monkeypatch):
+    import subcog_store.extraction.transcript as transcript_module
+
     with open(big_transcript, "rb") as f:
         def at_boundary(offset: int) -> bool:
             f.seek(offset - 1)
@@ -307,11 +321,14 @@ def test_max_bytes_and_deadline_stop_at_line_boundaries(big_transcript):
         rest = read_assistant_texts(big_transcript, r.next_offset, max_bytes=10 << 20)
         assert int(rest.texts[0].uuid[1:]) == int(r.texts[-1].uuid[1:]) + 1
 
-        t0 = time.monotonic()
-        late = read_assistant_texts(big_transcript, deadline=t0 - 1)
+        clock = TickingClock(0.01)
+        monkeypatch.setattr(transcript_module, "time", clock)
+        late = read_assistant_texts(big_transcript, deadline=clock.now - 1)
         assert late.truncated and late.records == 1 and at_boundary(late.next_offset)
-        soon = read_assistant_texts(big_transcript, deadline=time.monotonic() + 0.05)
-        assert soon.truncated and time.monotonic() - t0 < 1 and at_boundary(soon.next_offset)
+        looks = clock.looks
+        soon = read_assistant_texts(big_transcript, deadline=clock.now + 0.045)   # passed at the 5th look
+        assert soon.truncated and soon.records == 4 and at_boundary(soon.next_offset)
+        assert clock.looks - looks == 5   # one look before each line: 4 read, the 5th found the deadline passed
 
 
 # --- properties --------------------------------------------------------------------------------------------
