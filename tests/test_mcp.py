@@ -7,7 +7,6 @@ import os
 import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import anyio
@@ -301,7 +300,6 @@ def test_hooks_and_other_commands_never_import_the_sdk(tmp_path: Path) -> None:
 
 def test_the_server_starts_without_a_usable_database() -> None:
     """The store is opened on the first tool call: `initialize` is answered whatever the database."""
-    started = time.perf_counter()
     proc = subprocess.Popen([*cli_command(), "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env={k: v for k, v in os.environ.items() if k != "SUBCOG_DB"}
                             | {"SUBCOG_DB": os.devnull + ".nope/m.db"})
@@ -311,7 +309,6 @@ def test_the_server_starts_without_a_usable_database() -> None:
                          .encode() + b"\n")
         proc.stdin.flush()
         assert json.loads(proc.stdout.readline())["id"] == 1
-        assert time.perf_counter() - started < 30
     finally:
         proc.stdin.close()
         assert proc.wait(30) == 0
