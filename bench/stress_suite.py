@@ -2,6 +2,7 @@
 machine (issue 22), or this says which ones are not.
 
     python -m bench.stress_suite [--runs 5] [--spinners 2] [--nice 10] [-- PYTEST ARGS]
+    python -m bench.stress_suite --runs 1 -- tests/test_layout.py     # a quick check of the script itself
 
 Starts `--spinners` processes running `python3 -c 'while 1: pass'` (two on a 2-core machine: every core busy),
 then runs `python -m pytest -q -p no:cacheprovider` (plus PYTEST ARGS) `--runs` times, one after the other, and
@@ -42,7 +43,8 @@ def run_suite(args: list[str], nice: int) -> tuple[bool, float, float, str]:
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     lines = proc.stdout.splitlines()
     failed = [line for line in lines if line.startswith(("FAILED", "ERROR"))]
-    summary = next((line for line in reversed(lines) if re.search(r"\d+ (passed|failed)", line)), "no summary")
+    summary = next((line for line in reversed(lines) if re.search(r"\d+ (passed|failed)", line)),
+                   f"exit {proc.returncode}, no summary line (-qq hides it)")
     return proc.returncode == 0, seconds, cpu, "\n".join([summary, *failed])
 
 
