@@ -194,6 +194,115 @@ def test_a_run_with_no_time_left_still_handles_its_minimum_and_goes_on_from_ther
     assert all(len(r.captured) == MIN_CAPTURES for r in runs[:-2])
 
 
+class LateClock:
+    """Every look at it finds 100 s gone: past the budget and past the client's timeout from the first look on."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += 100.0
+        return self.now
+
+
+def counting_extraction(monkeypatch) -> list[tuple[int, int]]:
+    """Where each group the capture extracts begins (record offset, characters), in order."""
+    from subcog_store.extraction import extract
+
+    groups: list[tuple[int, int]] = []
+    real = extract.extract_candidates
+
+    def counted(texts, **kw):
+        groups.append((texts[0].offset, texts[0].char_start))
+        return real(texts, **kw)
+
+    monkeypatch.setattr(extract, "extract_candidates", counted)
+    return groups
+
+
+def test_past_the_clients_timeout_a_run_handles_one_candidate_and_starts_nothing_more(tmp_path, monkeypatch):
+    """29.8: the minimum of work stops TIMEOUT_MARGIN_SECS before the client's timeout (the hook is not killed
+    mid-write); past it a run still makes progress, one candidate, and extracts no second group."""
+    from subcog_store.capture.session import HookOptions
+    from subcog_store.claude_code.handlers import pre_compact
+
+    for key in [k for k in os.environ if k.startswith("SUBCOG_")]:
+        monkeypatch.delenv(key)
+    groups = counting_extraction(monkeypatch)
+    path = tmp_path / "record.jsonl"
+    path.write_bytes(assistant("\n\n".join(decision(i) for i in range(1000))))   # five pieces, three groups
+    db = tmp_path / "s.db"
+    raw = json.dumps(payload(path)).encode()
+    before = (-1, -1, -1)
+    for n in range(1, 4):
+        options = HookOptions(db, budget_secs=20.0, clock=LateClock(), timeout_secs=30.0,
+                              environ={**NO_MODEL, "SUBCOG_HOOK_LOG": str(tmp_path / "hook.log")})
+        run = pre_compact(raw, options)
+        assert len(run.captured) == 1 and run.truncated
+        assert len(groups) == n             # one group extracted a run
+        assert resume_point(db) > before
+        before = resume_point(db)
+    assert count(db) == 3
+
+
+def test_a_run_extracts_only_as_far_as_it_captures(tmp_path, monkeypatch):
+    """29.8 under load: extraction is cheap beside capture (the model, the checks), so a busy run that captures
+    its minimum must not first extract the whole record (it did: half the budget went on candidates no run of
+    it reached). Here only captures move the clock: the run extracts its first group alone."""
+    from conftest import FakeClock
+    from subcog_store.capture.session import EXTRACT_CHARS, MIN_CAPTURES, HookOptions
+    from subcog_store.claude_code.handlers import pre_compact
+    from subcog_store.dedup import write
+
+    for key in [k for k in os.environ if k.startswith("SUBCOG_")]:
+        monkeypatch.delenv(key)
+    groups = counting_extraction(monkeypatch)
+    clock, real = FakeClock(0.0), write.capture_prepared
+
+    def slow_capture(core, prepared):
+        clock.advance(0.25)                 # a busy machine: a quarter of a second a capture
+        return real(core, prepared)
+
+    monkeypatch.setattr(write, "capture_prepared", slow_capture)
+    path = tmp_path / "record.jsonl"
+    path.write_bytes(assistant("\n\n".join(decision(i) for i in range(1000))))   # five pieces, three groups
+    db = tmp_path / "s.db"
+    options = HookOptions(db, budget_secs=20.0, clock=clock, timeout_secs=30.0,
+                          environ={**NO_MODEL, "SUBCOG_HOOK_LOG": str(tmp_path / "hook.log")})
+    run = pre_compact(json.dumps(payload(path)).encode(), options)
+    assert run.truncated and MIN_CAPTURES <= len(run.captured) < 100
+    assert groups == [(0, 0)]               # the second group was never extracted
+    assert resume_point(db)[0] == 0 and 0 < resume_point(db)[1] < EXTRACT_CHARS   # the next run goes on inside it
+
+
+def test_the_minimum_of_work_ends_well_before_the_clients_timeout():
+    """The bound the capture hooks keep: their minimum of work stops TIMEOUT_MARGIN_SECS before the timeout
+    `install-hooks` gives the client, which is past the default budget (the minimum can still run past it)."""
+    from subcog_store.capture.session import SAVE_GRACE_SECS, TIMEOUT_MARGIN_SECS
+    from subcog_store.claude_code.install import EVENTS
+    from subcog_store.claude_code.request import CAPTURE_TIMEOUT_SECS
+    from subcog_store.worker.protocol import HOOK_BUDGET_SECS
+
+    for event in ("PreCompact", "PostCompact", "SessionEnd"):
+        assert EVENTS[event][2] == CAPTURE_TIMEOUT_SECS
+    assert HOOK_BUDGET_SECS < CAPTURE_TIMEOUT_SECS - TIMEOUT_MARGIN_SECS
+    assert TIMEOUT_MARGIN_SECS >= 4 * SAVE_GRACE_SECS   # the capture under way, the save, the exit
+
+
+def test_a_hooks_budget_counts_its_process_start_up(monkeypatch):
+    """In process the budget and the client's timeout are counted from the hook process's start (importing the
+    model and the pipeline on a busy machine takes seconds); through the worker, from what the caller used."""
+    from subcog_store.claude_code.request import CAPTURE_TIMEOUT_SECS, MIN_BUDGET_SECS, HookRequest
+
+    environ = {"SUBCOG_HOOK_BUDGET_SECS": "20"}
+    late = HookRequest("pre-compact", b"{}", environ, started=time.monotonic() - 5.0)
+    assert late.budget() <= 15.0 and late.timeout_left() <= CAPTURE_TIMEOUT_SECS - 5.0
+    assert HookRequest("pre-compact", b"{}", environ, started=time.monotonic() - 60.0).budget() == MIN_BUDGET_SECS
+    via_worker = HookRequest("pre-compact", b"{}", environ, budget_secs=12.0)
+    assert via_worker.budget() == 12.0 and via_worker.timeout_left() == CAPTURE_TIMEOUT_SECS - 8.0
+    assert HookRequest("pre-compact", b"{}", environ).timeout_left() == CAPTURE_TIMEOUT_SECS
+
+
 def test_every_record_before_the_saved_offset_was_captured(tmp_path):
     lines = [assistant(decision(i), f"u{i}") for i in range(3000)]   # extracting them takes 0.5 to 3 s
     path = tmp_path / "many.jsonl"
@@ -286,6 +395,40 @@ def test_the_minimum_of_work_is_done_past_the_deadline(tmp_path, embedder):
                                 minimum=7, clock=clock)
     assert [o.handled for o in outcomes] == [True] * 7 + [False] * 43
     assert all(o.result is not None for o in outcomes[:7])
+
+
+class RecordingEmbedder:
+    """The real model; remembers how many texts each call embedded."""
+
+    def __init__(self, real) -> None:
+        self.real, self.calls = real, []
+
+    def __getattr__(self, name: str):
+        return getattr(self.real, name)
+
+    def embed_batch(self, texts):
+        self.calls.append(len(texts))
+        return self.real.embed_batch(texts)
+
+
+def test_past_the_deadline_the_minimum_embeds_in_short_steps_and_stops_at_the_limit(tmp_path, embedder):
+    """Past the deadline only what the minimum still needs is embedded, LATE_CHUNK texts at a time (a short step
+    on a busy machine); past `limit` only `at_least` requests are handled."""
+    from conftest import FakeClock
+    from subcog_store.dedup.in_batch import LATE_CHUNK, capture_many
+    from subcog_store.store import CaptureRequest, Store
+
+    texts = [decision(i) for i in range(50)]
+    recording = RecordingEmbedder(embedder)
+    with Store(tmp_path / "s.db", embedder=recording, environ={}) as store:
+        outcomes = capture_many(store.core, [CaptureRequest(t, "decisions") for t in texts], deadline=1.0,
+                                minimum=20, limit=20.0, at_least=1, clock=FakeClock(10.0))
+    assert [o.handled for o in outcomes] == [True] * 20 + [False] * 30
+    assert recording.calls and max(recording.calls) <= LATE_CHUNK and sum(recording.calls) == 20
+    with Store(tmp_path / "t.db", embedder=embedder, environ={}) as store:
+        outcomes = capture_many(store.core, [CaptureRequest(t, "decisions") for t in texts], deadline=1.0,
+                                minimum=20, limit=5.0, at_least=1, clock=FakeClock(10.0))
+    assert [o.handled for o in outcomes] == [True] + [False] * 49
 
 
 # ------------------------------------------------------------------------------------------------ 3. full disk

@@ -55,6 +55,8 @@ class HookOptions:
     environ: Mapping[str, str] | None = None   # where every setting is read (None: this process's environment)
     embedders: str = provider.LOCAL          # where the model runs (model.provider)
     clock: Callable[[], float] = time.monotonic   # the budget's clock (a test's fake one: no timing races)
+    timeout_secs: float | None = None       # what is left of the client's timeout when the run starts: the
+    #                                         minimum of work stops before it (None: the minimum whatever the time)
     cwd: str | None = None                  # the session's directory: what new memories cite is found there
 
     @classmethod

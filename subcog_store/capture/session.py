@@ -36,9 +36,10 @@ log = logging.getLogger("subcog_store.hook.capture")
 SAVE_GRACE_SECS = 0.5
 EXTRACT_CHUNK = 200   # records (or pieces) extracted at once (corrections are found within a chunk)
 EXTRACT_CHARS = 40_000  # ... and about this many characters (a deadline check between groups)
-EXTRACT_SHARE = 0.5   # extraction stops taking new chunks past this share of the budget: the rest is for capturing
+EXTRACT_SHARE = 0.5   # pending captures of others are redone only before this share of the budget
 PIECE_CHARS = 20_000  # a longer record is read in paragraph-aligned pieces of about this size
-MIN_CAPTURES = 32     # candidates a run handles whatever the time: each run makes progress, however busy the CPU
+MIN_CAPTURES = 32     # candidates a run handles past its budget (each run makes progress, however busy the CPU) ...
+TIMEOUT_MARGIN_SECS = 5.0  # ... until this long before the client's timeout; past that, only a first one (README)
 SOURCES = {"pre-compact": "pre-compact-hook", "session-end": "session-end-hook", "post-compact": "compact-summary",
            "import-history": "import-history"}
 MAX_SUMMARY_CHARS = 200_000
@@ -65,8 +66,8 @@ def capture_source(source: Source, options: HookOptions, run: Run, started: floa
     run.transcript_path = path
     stale: list[dict] = []
     try:
-        stale = _capture_transcript(run, options, started, deadline, {**source.pending(), "event": options.event},
-                                    redo)
+        stale = _capture_transcript(run, options, deadline, minimum_limit(options, started),
+                                    {**source.pending(), "event": options.event}, redo)
     except Exception as e:  # fail open: the compaction goes on
         run.fail("capture failed", e)
     log.info("%s session=%s captured=%d skipped=%d redacted=%d errors=%d in %.0f ms", options.event,
@@ -134,7 +135,8 @@ def capture_summary(source: Source, summary: str | None, options: HookOptions, r
         text = AssistantText(summary[:MAX_SUMMARY_CHARS], None, None, run.session_id, 0, False, kind="summary")
         candidates = extract_candidates([text], min_confidence=options.min_confidence)
         run.redacted = sum(c.redacted for c in candidates)
-        _capture_all(run, store, candidates, options, deadline)
+        _capture_all(run, store, candidates, options, deadline, MIN_CAPTURES, minimum_limit(options, started),
+                     at_least=1)
         cite_new(store.core, [] if options.dry_run else run.stored, options.cwd, options.domain,
                  deadline - options.clock())
         if not options.dry_run:
@@ -148,10 +150,9 @@ def capture_summary(source: Source, summary: str | None, options: HookOptions, r
     return run
 
 
-def _capture_transcript(run: Run, options: HookOptions, started: float, deadline: float, pending: dict,
+def _capture_transcript(run: Run, options: HookOptions, deadline: float, limit: float | None, pending: dict,
                         redo: bool = False) -> list[dict]:
     """Capture from the saved offset; returns the pending captures of dead workers to redo (none when `redo`)."""
-    from subcog_store.extraction.extract import extract_candidates
     from subcog_store.extraction.transcript import TranscriptError, read_assistant_texts
 
     store = _open_store(run, options)
@@ -182,21 +183,9 @@ def _capture_transcript(run: Run, options: HookOptions, started: float, deadline
         run.records, run.bad_lines, run.truncated = read.records, read.bad_lines, read.truncated
         parts = [piece for text in read.texts
                  for piece in pieces(text, chars if text.offset == offset else 0)]
-        resume = Resume(read.next_offset)
-        candidates = []
-        extract_until = started + (deadline - started) * EXTRACT_SHARE   # the rest of the budget is for capturing
-        for group in _groups(parts):
-            if candidates and options.clock() > extract_until:
-                resume, run.truncated = Resume(group[0].offset, group[0].char_start), True
-                break
-            candidates += extract_candidates(group, min_confidence=options.min_confidence)
-        candidates, skipped = _skip_done(candidates, at)
-        run.redacted = sum(c.redacted for c in candidates)
-        stopped = _capture_all(run, store, candidates, options, deadline)
+        resume = _extract_and_capture(run, store, parts, at, options, deadline, limit) or Resume(read.next_offset)
         cite_new(store.core, [] if options.dry_run else run.stored, options.cwd, options.domain,
                  deadline - options.clock())
-        if stopped is not None:
-            resume, run.truncated = min(resume, _resume_at(candidates, stopped, at, skipped)), True
         if options.dry_run:
             return []
         keep_to_budget(store, deadline, clock=options.clock)
@@ -209,6 +198,43 @@ def _capture_transcript(run: Run, options: HookOptions, started: float, deadline
         except DbError as e:
             run.fail("could not save the run (the captures are saved)", e)
         return left
+
+
+def _extract_and_capture(run: Run, store, parts: list, at: Resume, options: HookOptions, deadline: float,
+                         limit: float | None) -> Resume | None:
+    """Extract the parts group by group, capturing each group's candidates before the next is extracted, so a
+    run extracts about what it can capture (a busy machine captures few: extracting the whole record first
+    would spend the budget on candidates the run never reaches). A new group starts while its extraction (as
+    long as the last one took) still leaves time before `deadline`, or, before `limit`, while the run is short
+    of its minimum (MIN_CAPTURES handled). Each run makes progress whatever the time: it extracts its first
+    group and handles that group's first candidate. Returns where the next run goes on (None: everything read
+    was handled)."""
+    from subcog_store.extraction.extract import extract_candidates
+
+    handled, extract_secs = 0, 0.0
+    for n, group in enumerate(_groups(parts)):
+        now = options.clock()
+        short = handled < MIN_CAPTURES and (limit is None or now <= limit)
+        if n and not short and now + extract_secs > deadline:
+            run.truncated = True
+            return Resume(group[0].offset, group[0].char_start)
+        candidates = extract_candidates(group, min_confidence=options.min_confidence)
+        extract_secs = options.clock() - now
+        candidates, skipped = _skip_done(candidates, at) if n == 0 else (candidates, 0)
+        run.redacted += sum(c.redacted for c in candidates)
+        stopped = _capture_all(run, store, candidates, options, deadline, max(MIN_CAPTURES - handled, 0), limit,
+                               at_least=int(n == 0))
+        if stopped is not None:
+            run.truncated = True
+            return _resume_at(candidates, stopped, at, skipped)
+        handled += len(candidates)
+    return None
+
+
+def minimum_limit(options: HookOptions, started: float) -> float | None:
+    """When the minimum of work stops (`options.clock()` seconds): TIMEOUT_MARGIN_SECS before the client's
+    timeout, which leaves the margin for the capture under way, the save and the exit (None: no timeout)."""
+    return None if options.timeout_secs is None else started + options.timeout_secs - TIMEOUT_MARGIN_SECS
 
 
 def _skip_done(candidates: list, at: Resume) -> tuple[list, int]:
@@ -315,10 +341,12 @@ def _save(store, run: Run, session_key: str, offset: Resume | None, deferred: di
                            report=run.report())
 
 
-def _capture_all(run: Run, store, candidates: list, options: HookOptions, deadline: float) -> int | None:
+def _capture_all(run: Run, store, candidates: list, options: HookOptions, deadline: float, minimum: int = 0,
+                 limit: float | None = None, at_least: int = 0) -> int | None:
     """Capture (or, dry run, check) the candidates, repeats within the batch skipped; returns the index of the
     first one not handled when the time budget or the lock stopped the run first (None: all handled). The first
-    MIN_CAPTURES are handled whatever the time (a run always makes progress, however busy the machine)."""
+    `minimum` are handled past `deadline` until `limit`, the first `at_least` whatever the time (see
+    `capture_many`)."""
     from subcog_store.dedup.in_batch import capture_many
     from subcog_store.errors import DatabaseDamaged, DatabaseError
     from subcog_store.inputs import CaptureRequest
@@ -326,8 +354,8 @@ def _capture_all(run: Run, store, candidates: list, options: HookOptions, deadli
     requests = [CaptureRequest(c.text, c.namespace, USER_DOMAIN if c.scope == "user" else options.domain,
                                round(c.confidence, 2), options.tags, SOURCES[options.event], run.session_id,
                                project_wide=True) for c in candidates]
-    outcomes = capture_many(store.core, requests, deadline=deadline, dry_run=options.dry_run, minimum=MIN_CAPTURES,
-                            clock=options.clock)
+    outcomes = capture_many(store.core, requests, deadline=deadline, dry_run=options.dry_run, minimum=minimum,
+                            limit=limit, at_least=at_least, clock=options.clock)
     for i, (c, o) in enumerate(zip(candidates, outcomes)):
         if not o.handled:
             run.fail("time budget used up; the rest is captured next time", "budget")

@@ -84,27 +84,18 @@ def with_site() -> None:
         site.main()
 
 
-def _remaining_budget(started: float) -> float | None:
-    """After time spent on a worker that did not answer, what is left of the budget for the in-process run
-    (None: the whole configured budget)."""
-    from subcog_store.worker.client import hook_budget
-
-    budget, parsed = hook_budget()
-    spent = time.monotonic() - started
-    return max(budget - spent, 0.1) if parsed and spent > 0.05 else None
-
-
 def _in_process(event: str | None, opts: dict, raw: bytes, db: str | None, started: float, note: str | None,
                 on_answer=None) -> str:
-    """The hook run here: the same request the worker builds, the model in this process, what is left of the
-    budget; `on_answer`: see `run`."""
+    """The hook run here: the same request the worker builds, the model in this process, the budget counted from
+    the process's start (`started`: its start-up and a worker that did not answer count); `on_answer`: see
+    `run`."""
     try:
         with_site()
         from subcog_store.claude_code.request import HookRequest
         from subcog_store.model import provider
 
         request = HookRequest.of(event, opts, raw, os.environ, db, embedders=provider.LOCAL,
-                                 budget_secs=_remaining_budget(started) if note else None)
+                                 started=started)
     except BaseException as e:  # noqa: BLE001 - the user's session must go on
         return fallback(event, e, opts.get("format"))
     return run(request, note=note, on_answer=on_answer)

@@ -105,7 +105,7 @@ def dispatch(request: "HookRequest", *, on_recorded=None, on_answer=None) -> str
             options = HookOptions.from_env(request.db_path, dry_run=request.dry_run, event=event,
                                            environ=request.environ, budget_secs=request.budget(),
                                            embedders=request.embedders)
-            options.on_recorded = on_recorded
+            options.on_recorded, options.timeout_secs = on_recorded, request.timeout_left()
         except ConfigError as e:
             log.warning("%s: bad setting: %s", event, e)
             return capture_output(None, event, fmt, problem=str(e))

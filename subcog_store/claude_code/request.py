@@ -3,6 +3,7 @@ to `entry.run`, so a run depends on nothing the process kept from an earlier one
 process's environment, no embedder mode, no budget passed through a variable)."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
@@ -11,6 +12,9 @@ from subcog_store.config import db_target, default_db_path, is_postgres, process
 from subcog_store.model import provider
 
 CONNECT_SHARE = 0.5   # of a hook's budget, the most that opening a PostgreSQL connection may take
+MIN_BUDGET_SECS = 0.1   # what a run is given when its start-up took the whole budget (it still answers)
+CAPTURE_TIMEOUT_SECS = 30.0   # the client's timeout for the capture hooks (what `install-hooks` writes for
+#                               PreCompact, PostCompact and SessionEnd): a capture's minimum of work ends before it
 
 
 @dataclass(frozen=True)
@@ -24,6 +28,8 @@ class HookRequest:
     budget_secs: float | None = None            # what is left of the hook's budget (None: SUBCOG_HOOK_BUDGET_SECS)
     embedders: str = provider.LOCAL             # where the model runs: this process, or the worker's warm one
     use_model: bool = False                     # the prompt hook may load the model (the warm worker)
+    started: float | None = None                # time.monotonic() when the hook's process started (in process):
+    #                                             its start-up and a worker that did not answer count in the budget
 
     @classmethod
     def of(cls, event: str | None, opts: dict, raw: bytes, environ: Mapping[str, str], db: str | None = None,
@@ -45,9 +51,26 @@ class HookRequest:
         return within(str(target), self.budget(lambda _why: None) * CONNECT_SHARE)
 
     def budget(self, warn: Callable[[str], None] | None = None) -> float:
-        """The seconds this run may take: raises ConfigError naming a setting that does not parse, or, given
-        `warn`, tells it why and takes the default."""
+        """The seconds this run may take from now: the configured budget less what the process spent since
+        `started`. Raises ConfigError naming a setting that does not parse, or, given `warn`, tells it why and
+        takes the default."""
+        left = self._configured(warn)
+        if self.started is not None:
+            left = max(left - (time.monotonic() - self.started), MIN_BUDGET_SECS)
+        return left if self.budget_secs is None else min(left, self.budget_secs)
+
+    def timeout_left(self) -> float:
+        """What is left now of the client's timeout for a capture hook: CAPTURE_TIMEOUT_SECS less what this hook
+        spent (in process: since `started`; through the worker: the part of its budget the caller used)."""
+        if self.started is not None:
+            spent = time.monotonic() - self.started
+        elif self.budget_secs is not None:
+            spent = max(self._configured(lambda _: None) - self.budget_secs, 0.0)
+        else:
+            spent = 0.0
+        return CAPTURE_TIMEOUT_SECS - spent
+
+    def _configured(self, warn: Callable[[str], None] | None) -> float:
         setting = (process_setting_or_default("hook_budget_secs", warn, self.environ) if warn
                    else process_setting("hook_budget_secs", self.environ))
-        configured = float(setting)   # type: ignore[arg-type]
-        return configured if self.budget_secs is None else min(configured, self.budget_secs)
+        return float(setting)   # type: ignore[arg-type]

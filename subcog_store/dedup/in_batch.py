@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from subcog_store.dedup.write import CaptureResult
 
 EMBED_CHUNK = 32   # texts embedded (then captured) at once
+LATE_CHUNK = 8     # ... past the deadline (the minimum's work): short steps, so its limit is kept closely
 
 
 @dataclass
@@ -40,12 +41,13 @@ class Outcome:
 
 
 def capture_many(core: Core, requests: Sequence[CaptureRequest], *, deadline: float | None = None,
-                 dry_run: bool = False, dedupe_batch: bool = True, minimum: int = 0,
-                 clock: Callable[[], float] = time.monotonic) -> list[Outcome]:
+                 dry_run: bool = False, dedupe_batch: bool = True, minimum: int = 0, limit: float | None = None,
+                 at_least: int = 0, clock: Callable[[], float] = time.monotonic) -> list[Outcome]:
     """Capture (or, dry run, check) many texts: a bad request gets its error and the others go on; repeats within
     the batch are skipped and logged unless `dedupe_batch` is False (then each text meets only the store, in
     order). Stops cleanly at `deadline` (`clock()` seconds) once `minimum` requests are handled (a minimum of
-    work, whatever the time): later requests come back with `handled=False`."""
+    work), and at `limit` (None: none) even short of it once `at_least` are: later requests come back with
+    `handled=False`. Past the deadline only texts the minimum still needs are embedded, LATE_CHUNK at a time."""
     outcomes = [Outcome(i) for i in range(len(requests))]
     for outcome, item in zip(outcomes, prepare_all(requests)):
         if isinstance(item, InvalidInput):
@@ -57,13 +59,23 @@ def capture_many(core: Core, requests: Sequence[CaptureRequest], *, deadline: fl
     kept = _Kept(core) if dedupe_batch else None
     handled = 0
 
-    def stop() -> bool:
-        return handled >= minimum and _over(deadline, clock)
+    def due() -> int | None:
+        """How many requests must be handled by now whatever the time (None: the time has not run out)."""
+        if _over(limit, clock):
+            return at_least
+        return minimum if _over(deadline, clock) else None
 
-    for start in range(0, len(outcomes), EMBED_CHUNK):   # embed a chunk, then capture it: progress comes in chunks
-        chunk = outcomes[start:start + EMBED_CHUNK]
+    def stop() -> bool:
+        return (needed := due()) is not None and handled >= needed
+
+    start = 0
+    while start < len(outcomes):   # embed a chunk, then capture it: progress comes in chunks
+        chunk = outcomes[start:start + (EMBED_CHUNK if due() is None else LATE_CHUNK)]
+        start += len(chunk)
         if not stop():
             wanted = [o.prepared for o in chunk if _wants_vector(core, o)]
+            if (needed := due()) is not None:   # the minimum's: a text not embedded here is on its own if reached
+                wanted = wanted[:needed - handled]
             core.vectors.embed_many([p.content for p in wanted], [p.content_hash for p in wanted])
         for outcome in chunk:
             if outcome.error:
@@ -75,7 +87,7 @@ def capture_many(core: Core, requests: Sequence[CaptureRequest], *, deadline: fl
                 kept.judge(outcome)
             handled += 1
             try:
-                _handle(core, outcomes, outcome, dry_run, deadline, clock, handled <= minimum)
+                _handle(core, outcomes, outcome, dry_run, deadline, clock, handled <= max(minimum, at_least))
             except SubcogError as e:
                 outcome.error = e
                 if isinstance(e, DatabaseError):  # locked, read-only, full: the rest waits for the next run
