@@ -289,6 +289,20 @@ def test_the_minimum_of_work_ends_well_before_the_clients_timeout():
     assert TIMEOUT_MARGIN_SECS >= 4 * SAVE_GRACE_SECS   # the capture under way, the save, the exit
 
 
+def test_past_its_deadline_a_read_still_takes_its_minimum_of_bytes(tmp_path):
+    """A run whose start-up ate its budget still reads what its minimum of work needs (a size, not a time):
+    at least `at_least_bytes` of the transcript, then stops at the first line past it."""
+    from subcog_store.extraction.transcript import read_assistant_texts
+
+    path = tmp_path / "many.jsonl"
+    path.write_bytes(b"".join(assistant(decision(i), f"u{i}") for i in range(500)))
+    line = len(assistant(decision(0), "u0"))
+    late = read_assistant_texts(path, deadline=0.0, at_least_bytes=20 * line)
+    assert late.truncated and 20 <= len(late.texts) <= 22 and late.next_offset >= 20 * line
+    assert len(read_assistant_texts(path, deadline=0.0).texts) == 1   # no minimum: one line, as before
+    assert len(read_assistant_texts(path, deadline=None, at_least_bytes=20 * line).texts) == 500
+
+
 def test_a_hooks_budget_counts_its_process_start_up(monkeypatch):
     """In process the budget and the client's timeout are counted from the hook process's start (importing the
     model and the pipeline on a busy machine takes seconds); through the worker, from what the caller used."""

@@ -38,6 +38,7 @@ EXTRACT_CHUNK = 200   # records (or pieces) extracted at once (corrections are f
 EXTRACT_CHARS = 40_000  # ... and about this many characters (a deadline check between groups)
 EXTRACT_SHARE = 0.5   # pending captures of others are redone only before this share of the budget
 PIECE_CHARS = 20_000  # a longer record is read in paragraph-aligned pieces of about this size
+MIN_READ_BYTES = 2 << 20  # of the transcript a run reads past its budget (before the limit): its minimum's text
 MIN_CAPTURES = 32     # candidates a run handles past its budget (each run makes progress, however busy the CPU) ...
 TIMEOUT_MARGIN_SECS = 5.0  # ... until this long before the client's timeout; past that, only a first one (README)
 SOURCES = {"pre-compact": "pre-compact-hook", "session-end": "session-end-hook", "post-compact": "compact-summary",
@@ -173,8 +174,9 @@ def _capture_transcript(run: Run, options: HookOptions, deadline: float, limit: 
         offset, chars = at.offset, at.chars
         run.first_run = at == Resume()
         try:
+            least = MIN_READ_BYTES if limit is None or options.clock() <= limit else 0
             read = read_assistant_texts(run.transcript_path, offset, include_sidechain=options.include_sidechain,
-                                        include_user=True, deadline=deadline)
+                                        include_user=True, deadline=deadline, at_least_bytes=least)
         except TranscriptError as e:
             run.fail("transcript unreadable", e)
             if redo:   # gone for good: nothing more can be captured from it
@@ -202,13 +204,11 @@ def _capture_transcript(run: Run, options: HookOptions, deadline: float, limit: 
 
 def _extract_and_capture(run: Run, store, parts: list, at: Resume, options: HookOptions, deadline: float,
                          limit: float | None) -> Resume | None:
-    """Extract the parts group by group, capturing each group's candidates before the next is extracted, so a
-    run extracts about what it can capture (a busy machine captures few: extracting the whole record first
-    would spend the budget on candidates the run never reaches). A new group starts while its extraction (as
-    long as the last one took) still leaves time before `deadline`, or, before `limit`, while the run is short
-    of its minimum (MIN_CAPTURES handled). Each run makes progress whatever the time: it extracts its first
-    group and handles that group's first candidate. Returns where the next run goes on (None: everything read
-    was handled)."""
+    """Extract the parts group by group, each captured before the next is extracted: a busy run extracts about
+    what it can capture. A new group starts while its extraction (as long as the last one took) still fits
+    before `deadline`, or, before `limit`, while the run is short of its minimum (MIN_CAPTURES handled); the
+    first group, and its first candidate, whatever the time. Returns where the next run goes on (None: all
+    read was handled)."""
     from subcog_store.extraction.extract import extract_candidates
 
     handled, extract_secs = 0, 0.0

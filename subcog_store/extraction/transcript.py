@@ -125,6 +125,7 @@ def read_assistant_texts(
     include_user: bool = False,
     max_bytes: int = 64 << 20,
     deadline: float | None = None,
+    at_least_bytes: int = 0,
 ) -> ReadResult:
     """Read assistant text from `path` starting at byte `start_offset`.
 
@@ -133,7 +134,8 @@ def read_assistant_texts(
     and, with `include_user`, what the user typed in the main thread (`kind="user"`, see `_user_text`).
     A start offset past the end of the file (file replaced or truncated) restarts at 0. Reading stops, with
     `truncated=True`, once `max_bytes` have been consumed (at least one line is always read) or when
-    `time.monotonic()` passes `deadline`. Raises TranscriptError when the file cannot be opened or read.
+    `time.monotonic()` passes `deadline` once `at_least_bytes` are read (a minimum of work, whatever the time).
+    Raises TranscriptError when the file cannot be opened or read.
     """
     try:  # non-blocking: a FIFO or device must not hang the hook before the regular-file check
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
@@ -153,19 +155,21 @@ def read_assistant_texts(
             size = info.st_size
             start = start_offset if 0 <= start_offset <= size else 0
             f.seek(start)
-            return _read(f, start, size, include_sidechain, include_user, max_bytes, deadline)
+            return _read(f, start, size, include_sidechain, include_user, max_bytes, deadline, at_least_bytes)
     except OSError as e:
         raise TranscriptError(f"cannot read transcript {os.fspath(path)!r}: {e.strerror or e}") from e
 
 
 def _read(
-    f, start: int, size: int, include_sidechain: bool, include_user: bool, max_bytes: int, deadline: float | None
+    f, start: int, size: int, include_sidechain: bool, include_user: bool, max_bytes: int, deadline: float | None,
+    at_least_bytes: int = 0,
 ) -> ReadResult:
     result = ReadResult(next_offset=start)
     pos = start
     line_no = 0
     while True:
-        over = pos - start >= max_bytes or (deadline is not None and time.monotonic() > deadline)
+        late = deadline is not None and pos - start >= at_least_bytes and time.monotonic() > deadline
+        over = pos - start >= max_bytes or late
         if over and start < pos < size:
             result.truncated = True
             break
