@@ -278,7 +278,8 @@ def test_a_run_extracts_only_as_far_as_it_captures(tmp_path, monkeypatch):
 def test_the_minimum_of_work_ends_well_before_the_clients_timeout():
     """The bound the capture hooks keep: their minimum of work stops TIMEOUT_MARGIN_SECS before the timeout
     `install-hooks` gives the client, which is past the default budget (the minimum can still run past it)."""
-    from subcog_store.capture.session import SAVE_GRACE_SECS, TIMEOUT_MARGIN_SECS
+    from subcog_store.capture.run import TIMEOUT_MARGIN_SECS
+    from subcog_store.capture.session import SAVE_GRACE_SECS
     from subcog_store.claude_code.install import EVENTS
     from subcog_store.claude_code.request import CAPTURE_TIMEOUT_SECS
     from subcog_store.worker.protocol import HOOK_BUDGET_SECS

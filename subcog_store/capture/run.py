@@ -14,6 +14,7 @@ from subcog_store.model import provider
 from subcog_store.scope import domain_for
 
 log = logging.getLogger("subcog_store.hook.capture")
+TIMEOUT_MARGIN_SECS = 5.0   # a run's minimum of work stops this long before the client's timeout (see README)
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,11 @@ class HookOptions:
                    include_sidechain=bool(process_setting("hook_include_sidechain", environ)),
                    min_confidence=process_setting("hook_min_confidence", environ),   # type: ignore[arg-type]
                    event=event, environ=environ, embedders=embedders)
+
+    def minimum_limit(self, started: float) -> float | None:
+        """When a run's minimum of work stops (on `clock`): TIMEOUT_MARGIN_SECS before the client's timeout, the
+        margin for the capture under way, the save and the exit (None: no timeout known)."""
+        return None if self.timeout_secs is None else started + self.timeout_secs - TIMEOUT_MARGIN_SECS
 
     @property
     def log_path(self) -> str:

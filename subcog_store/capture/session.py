@@ -39,8 +39,7 @@ EXTRACT_CHARS = 40_000  # ... and about this many characters (a deadline check b
 EXTRACT_SHARE = 0.5   # pending captures of others are redone only before this share of the budget
 PIECE_CHARS = 20_000  # a longer record is read in paragraph-aligned pieces of about this size
 MIN_READ_BYTES = 2 << 20  # of the transcript a run reads past its budget (before the limit): its minimum's text
-MIN_CAPTURES = 32     # candidates a run handles past its budget (each run makes progress, however busy the CPU) ...
-TIMEOUT_MARGIN_SECS = 5.0  # ... until this long before the client's timeout; past that, only a first one (README)
+MIN_CAPTURES = 32     # candidates a run handles past its budget, until its limit (run.TIMEOUT_MARGIN_SECS; README)
 SOURCES = {"pre-compact": "pre-compact-hook", "session-end": "session-end-hook", "post-compact": "compact-summary",
            "import-history": "import-history"}
 MAX_SUMMARY_CHARS = 200_000
@@ -67,7 +66,7 @@ def capture_source(source: Source, options: HookOptions, run: Run, started: floa
     run.transcript_path = path
     stale: list[dict] = []
     try:
-        stale = _capture_transcript(run, options, deadline, minimum_limit(options, started),
+        stale = _capture_transcript(run, options, deadline, options.minimum_limit(started),
                                     {**source.pending(), "event": options.event}, redo)
     except Exception as e:  # fail open: the compaction goes on
         run.fail("capture failed", e)
@@ -136,8 +135,7 @@ def capture_summary(source: Source, summary: str | None, options: HookOptions, r
         text = AssistantText(summary[:MAX_SUMMARY_CHARS], None, None, run.session_id, 0, False, kind="summary")
         candidates = extract_candidates([text], min_confidence=options.min_confidence)
         run.redacted = sum(c.redacted for c in candidates)
-        _capture_all(run, store, candidates, options, deadline, MIN_CAPTURES, minimum_limit(options, started),
-                     at_least=1)
+        _capture_all(run, store, candidates, options, deadline, MIN_CAPTURES, options.minimum_limit(started), 1)
         cite_new(store.core, [] if options.dry_run else run.stored, options.cwd, options.domain,
                  deadline - options.clock())
         if not options.dry_run:
@@ -229,12 +227,6 @@ def _extract_and_capture(run: Run, store, parts: list, at: Resume, options: Hook
             return _resume_at(candidates, stopped, at, skipped)
         handled += len(candidates)
     return None
-
-
-def minimum_limit(options: HookOptions, started: float) -> float | None:
-    """When the minimum of work stops (`options.clock()` seconds): TIMEOUT_MARGIN_SECS before the client's
-    timeout, which leaves the margin for the capture under way, the save and the exit (None: no timeout)."""
-    return None if options.timeout_secs is None else started + options.timeout_secs - TIMEOUT_MARGIN_SECS
 
 
 def _skip_done(candidates: list, at: Resume) -> tuple[list, int]:
@@ -344,9 +336,8 @@ def _save(store, run: Run, session_key: str, offset: Resume | None, deferred: di
 def _capture_all(run: Run, store, candidates: list, options: HookOptions, deadline: float, minimum: int = 0,
                  limit: float | None = None, at_least: int = 0) -> int | None:
     """Capture (or, dry run, check) the candidates, repeats within the batch skipped; returns the index of the
-    first one not handled when the time budget or the lock stopped the run first (None: all handled). The first
-    `minimum` are handled past `deadline` until `limit`, the first `at_least` whatever the time (see
-    `capture_many`)."""
+    first one not handled when the time budget or the lock stopped the run first (None: all handled). `minimum`,
+    `limit`, `at_least`: see `capture_many`."""
     from subcog_store.dedup.in_batch import capture_many
     from subcog_store.errors import DatabaseDamaged, DatabaseError
     from subcog_store.inputs import CaptureRequest
