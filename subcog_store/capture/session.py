@@ -38,7 +38,7 @@ EXTRACT_CHUNK = 200   # records (or pieces) extracted at once (corrections are f
 EXTRACT_CHARS = 40_000  # ... and about this many characters (a deadline check between groups)
 EXTRACT_SHARE = 0.5   # pending captures of others are redone only before this share of the budget
 PIECE_CHARS = 20_000  # a longer record is read in paragraph-aligned pieces of about this size
-MIN_READ_BYTES = 2 << 20  # of the transcript a run reads past its budget (before the limit): its minimum's text
+MIN_READ_BYTES = 2 << 20  # of the transcript a hook run reads past its budget (before its limit): its minimum's
 MIN_CAPTURES = 32     # candidates a run handles past its budget, until its limit (run.TIMEOUT_MARGIN_SECS; README)
 SOURCES = {"pre-compact": "pre-compact-hook", "session-end": "session-end-hook", "post-compact": "compact-summary",
            "import-history": "import-history"}
@@ -172,7 +172,7 @@ def _capture_transcript(run: Run, options: HookOptions, deadline: float, limit: 
         offset, chars = at.offset, at.chars
         run.first_run = at == Resume()
         try:
-            least = MIN_READ_BYTES if limit is None or options.clock() <= limit else 0
+            least = MIN_READ_BYTES if limit is not None and options.clock() <= limit else 0   # a hook's
             read = read_assistant_texts(run.transcript_path, offset, include_sidechain=options.include_sidechain,
                                         include_user=True, deadline=deadline, at_least_bytes=least)
         except TranscriptError as e:
