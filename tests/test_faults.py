@@ -84,6 +84,7 @@ def decision(i: int) -> str:
 
 def count(db: Path, sql: str = "select count(*) from memories where status = 'active'") -> int:
     con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY, vfs="unix")
+    con.setbusytimeout(10_000)   # a reader may meet another process's short exclusive moment (a checkpoint)
     try:
         return con.execute(sql).fetchone()[0]
     finally:
@@ -109,6 +110,7 @@ def test_a_transcript_that_is_not_a_regular_file_never_hangs(tmp_path, kind):
 def resume_point(db: Path) -> tuple[int, int, int]:
     """Where the next capture of the transcript goes on (record offset, characters, candidates of the piece)."""
     con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY, vfs="unix")
+    con.setbusytimeout(10_000)
     try:
         row = con.execute("select byte_offset, record_chars, piece_done from hook_offsets").fetchone()
     finally:
@@ -879,6 +881,7 @@ def planted(db: Path) -> None:
 
 def runs(db: Path) -> list[tuple[int, str]]:
     con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    con.setbusytimeout(10_000)   # the killed run's process may be in a short exclusive moment (a load-time BusyError)
     try:
         return con.execute("select id, status from dedup_runs order by id").fetchall()
     finally:
