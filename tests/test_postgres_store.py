@@ -136,7 +136,7 @@ def test_a_hook_on_a_silent_server_gives_up_within_its_budget(event, payload, tm
     the time it allowed in the log."""
     import socket
 
-    from subcog_store.claude_code.request import CONNECT_SHARE
+    from subcog_store.claude_code.request import CONNECT_SHARE, MIN_BUDGET_SECS
 
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
@@ -151,7 +151,10 @@ def test_a_hook_on_a_silent_server_gives_up_within_its_budget(event, payload, tm
         listener.close()
     assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
     assert hook_output_problems(payload["hook_event_name"], proc.stdout.decode()) == []
-    assert f"no answer in the {1.5 * CONNECT_SHARE:g} s its connect_timeout allows" in log.read_text()
+    allowed = re.search(r"no answer in the ([0-9.]+) s its connect_timeout allows", log.read_text())
+    assert allowed, log.read_text()
+    # CONNECT_SHARE of what is left of the budget when the store opens (the budget counts the process's start-up)
+    assert MIN_BUDGET_SECS * CONNECT_SHARE <= float(allowed[1]) <= 1.5 * CONNECT_SHARE
 
 
 @pytest.mark.parametrize("given", [
