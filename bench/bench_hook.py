@@ -34,6 +34,7 @@ import json
 import os
 import random
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -266,11 +267,21 @@ def env(tmp: Path, worker: bool = False, **extra: str) -> dict[str, str]:
 
 
 # -- measuring ------------------------------------------------------------------------------------------------
-def run_process(cmd: list[str], stdin: bytes, environ: dict[str, str]) -> tuple[float, str, str]:
-    t0 = time.perf_counter()
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def run_process(cmd: list[str], stdin: bytes, environ: dict[str, str], cpu: list[float] | None = None
+                ) -> tuple[float, str, str]:
+    """Run a process to its end: its wall time (ms), stdout, stderr; its CPU time (user + system ms, the figure
+    a loaded machine changes least) appended to `cpu` when given."""
+    t0, c0 = time.perf_counter(), _children_cpu()
     # the timeout bounds a broken run only: a cold process took over 120 s at load 20
     proc = subprocess.run(cmd, input=stdin, capture_output=True, env=environ, timeout=900, cwd=TREE)
     ms = (time.perf_counter() - t0) * 1000
+    if cpu is not None:
+        cpu.append((_children_cpu() - c0) * 1000)
     if proc.returncode != 0:
         raise RuntimeError(f"{cmd[:3]} exited {proc.returncode}: {proc.stderr[-500:]!r}")
     return ms, proc.stdout.decode(), proc.stderr.decode()
@@ -285,28 +296,30 @@ def said(out: str) -> str:
 
 
 def run_hook(db: Path, stdin: bytes, environ: dict[str, str], event: str = "pre-compact",
-             installed: bool = False) -> tuple[float, str]:
-    """One hook process: its wall time (ms) and what it said (a pre-compact's status line)."""
-    ms, out, _ = run_process([*hook_argv(installed), "--db", str(db), event], stdin, environ)
+             installed: bool = False, cpu: list[float] | None = None) -> tuple[float, str]:
+    """One hook process: its wall time (ms) and what it said (a pre-compact's status line); its CPU time (ms)
+    appended to `cpu` when given."""
+    ms, out, _ = run_process([*hook_argv(installed), "--db", str(db), event], stdin, environ, cpu)
     return ms, said(out) if event == "pre-compact" else out[:80]
 
 
 def hook_runs(tmp: Path, base_db: Path, transcript: Path, reps: int, environ: dict[str, str],
-              expect: str) -> tuple[list[float], str, int]:
+              expect: str) -> tuple[list[float], str, int, list[float]]:
     """`reps` runs on fresh copies of `base_db`: their times, the last run's words (a miss's, if any missed),
-    and how many did the whole capture within their budget (said `expect`). A run that missed (on a loaded
-    machine a capture may stop at its budget and leave the rest for the next run) is a figure, not an error."""
+    how many did the whole capture within their budget (said `expect`), and their CPU times. A run that missed
+    (on a loaded machine a capture may stop at its budget and leave the rest for the next run) is a figure, not an
+    error."""
     db = tmp / "run.db"
-    times, message, complete, missed = [], "", 0, ""
+    times, message, complete, missed, cpu = [], "", 0, "", []
     for i in range(reps):
         fresh_copy(base_db, db)
-        ms, message = run_hook(db, payload(transcript, f"bench-{uuid.uuid4().hex}"), environ)
+        ms, message = run_hook(db, payload(transcript, f"bench-{uuid.uuid4().hex}"), environ, cpu=cpu)
         times.append(ms)
         if expect in message:
             complete += 1
         else:
             missed = message
-    return times, missed or message, complete
+    return times, missed or message, complete, cpu
 
 
 COUNT = """
@@ -497,7 +510,7 @@ def worker_section(tmp: Path, base: Path, pre: Path, transcript: Path, reps: int
 
 PHASES = r"""
 import json, sys, time
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 from subcog_store.store import Store
 try:
     from subcog_store.extraction.transcript import read_assistant_texts
@@ -505,23 +518,25 @@ try:
 except ImportError:   # a --tree from before the hook folder was split
     from subcog_store.hook.transcript import read_assistant_texts
     from subcog_store.hook.extract import extract_candidates
-t1 = time.perf_counter()
+t1, c1 = time.perf_counter(), time.process_time()
 store = Store(sys.argv[1])
-t2 = time.perf_counter()
+t2, c2 = time.perf_counter(), time.process_time()
 read = read_assistant_texts(sys.argv[2])
 cands = extract_candidates(read.texts)
-t3 = time.perf_counter()
+t3, c3 = time.perf_counter(), time.process_time()
 emb = store.embedder
-t4 = time.perf_counter()
+t4, c4 = time.perf_counter(), time.process_time()
 if emb is not None:
     store.embed_many([c.text for c in cands])
-t5 = time.perf_counter()
+t5, c5 = time.perf_counter(), time.process_time()
 for c in cands:   # vectors cached: this is the SQL (check tiers + insert) and Python around it
     store.capture(c.text, c.namespace, "project", tags=["auto-captured", "pre-compact"], source="bench")
-t6 = time.perf_counter()
+t6, c6 = time.perf_counter(), time.process_time()
 store.close()
 print(json.dumps({"imports": t1 - t0, "store_open": t2 - t1, "read+extract": t3 - t2, "model_load": t4 - t3,
-                  "embed_all": t5 - t4, "sql_captures": t6 - t5, "candidates": len(cands)}))
+                  "embed_all": t5 - t4, "sql_captures": t6 - t5, "imports (CPU)": c1 - c0,
+                  "store_open (CPU)": c2 - c1, "read+extract (CPU)": c3 - c2, "model_load (CPU)": c4 - c3,
+                  "embed_all (CPU)": c5 - c4, "sql_captures (CPU)": c6 - c5, "candidates": len(cands)}))
 """
 
 
@@ -613,10 +628,11 @@ def main(argv: list[str] | None = None) -> int:
         new_msg, rep_msg = f"captured {n_cands} memories", f"skipped {n_cands} duplicates"
 
         rows, verdicts = [], []
+        floor_cpu: list[float] = []
         floor_ms = [run_process([sys.executable, "-c", "import json,sys; json.load(sys.stdin)"], b"{}",
-                                env(tmp))[0] for _ in range(reps)]
+                                env(tmp), floor_cpu)[0] for _ in range(reps)]
         rows.append(["baseline: bare `python -c json.load`", "-", f"{pct(floor_ms, 50):.0f}",
-                     f"{pct(floor_ms, 95):.0f}", "-", "-"])
+                     f"{pct(floor_ms, 95):.0f}", f"{pct(floor_cpu, 50):.0f}", "-", "-"])
         probe = {}
         for n in sizes[-1:] if args.worker_only else sizes:
             log(f"building the {n}-memory store ...")
@@ -626,26 +642,26 @@ def main(argv: list[str] | None = None) -> int:
                 pre = prepared_store(tmp, base, n, transcript)
                 probe = {"a": (base, env(tmp)), "b": (pre, env(tmp))}
                 continue
-            new_ms, msg_a, done_a = hook_runs(tmp, base, transcript, reps, env(tmp), new_msg)
+            new_ms, msg_a, done_a, new_cpu = hook_runs(tmp, base, transcript, reps, env(tmp), new_msg)
             rows.append([f"(a) {n_cands} new candidates", n, f"{pct(new_ms, 50):.0f}", f"{pct(new_ms, 95):.0f}",
-                         f"{done_a}/{reps}", msg_a])
+                         f"{pct(new_cpu, 50):.0f}", f"{done_a}/{reps}", msg_a])
             verdicts.append((f"(a) {n}: p50 < {TARGET_NEW_MS:.0f} ms", pct(new_ms, 50) < TARGET_NEW_MS,
                              pct(new_ms, 50)))
-            off_ms, msg_off, done_off = hook_runs(tmp, base, transcript, reps,
-                                                  env(tmp, SUBCOG_DEDUP_ENABLED="false"), new_msg)
+            off_ms, msg_off, done_off, off_cpu = hook_runs(tmp, base, transcript, reps,
+                                                           env(tmp, SUBCOG_DEDUP_ENABLED="false"), new_msg)
             rows.append(["baseline: (a) with SUBCOG_DEDUP_ENABLED=false", n, f"{pct(off_ms, 50):.0f}",
-                         f"{pct(off_ms, 95):.0f}", f"{done_off}/{reps}", msg_off])
+                         f"{pct(off_ms, 95):.0f}", f"{pct(off_cpu, 50):.0f}", f"{done_off}/{reps}", msg_off])
             pre = prepared_store(tmp, base, n, transcript)
-            rep_ms, msg_b, done_b = hook_runs(tmp, pre, transcript, reps, env(tmp), rep_msg)
+            rep_ms, msg_b, done_b, rep_cpu = hook_runs(tmp, pre, transcript, reps, env(tmp), rep_msg)
             rows.append([f"(b) {n_cands} repeats (exact)", n, f"{pct(rep_ms, 50):.0f}", f"{pct(rep_ms, 95):.0f}",
-                         f"{done_b}/{reps}", msg_b])
+                         f"{pct(rep_cpu, 50):.0f}", f"{done_b}/{reps}", msg_b])
             verdicts.append((f"(b) {n}: p50 < {TARGET_REPEAT_MS:.0f} ms", pct(rep_ms, 50) < TARGET_REPEAT_MS,
                              pct(rep_ms, 50)))
             if n == sizes[-1]:
                 probe = {"a": (base, env(tmp)), "b": (pre, env(tmp))}
         if not args.worker_only:
-            print(md_table(["case (in process)", "memories", "p50 ms", "p95 ms", "complete within budget", "hook said"],
-                           rows))
+            print(md_table(["case (in process)", "memories", "p50 ms", "p95 ms", "p50 CPU ms",
+                            "complete within budget", "hook said"], rows))
 
         if not args.no_worker:
             base, pre = probe["a"][0], probe["b"][0]

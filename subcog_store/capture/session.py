@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from subcog_store.capture import pending as hook_pending
 from subcog_store.capture.run import HookOptions, Run, Source, new_run
 from subcog_store.capture.session_text import keep_text_of_run
 from subcog_store.clock import iso
-from subcog_store.code.record import cite_new
 from subcog_store.db import hook_state, locks
 from subcog_store.db.hook_state import Resume
 from subcog_store.db.connection import Error as DbError, immediate
@@ -83,8 +83,6 @@ def capture_source(source: Source, options: HookOptions, run: Run, started: floa
 def _redo(pending: dict, options: HookOptions, started: float, deadline: float) -> None:
     """Finish a capture its budget stopped early or a dead worker left pending (from its saved offset; never
     raises)."""
-    from dataclasses import replace
-
     event = pending.get("event") if pending.get("event") in ("pre-compact", "session-end") else "pre-compact"
     what = "finishing a deferred" if pending.get("deferred") else "redoing a pending"
     log.info("%s %s capture of session=%s", what, event, pending.get("session_id"))
@@ -136,8 +134,7 @@ def capture_summary(source: Source, summary: str | None, options: HookOptions, r
         candidates = extract_candidates([text], min_confidence=options.min_confidence)
         run.redacted = sum(c.redacted for c in candidates)
         _capture_all(run, store, candidates, options, deadline, MIN_CAPTURES, options.minimum_limit(started), 1)
-        cite_new(store.core, [] if options.dry_run else run.stored, options.cwd, options.domain,
-                 deadline - options.clock())
+        _cite(store, run, options, deadline)
         if not options.dry_run:
             keep_to_budget(store, deadline, grace=SAVE_GRACE_SECS, clock=options.clock)
             try:
@@ -184,8 +181,7 @@ def _capture_transcript(run: Run, options: HookOptions, deadline: float, limit: 
         parts = [piece for text in read.texts
                  for piece in pieces(text, chars if text.offset == offset else 0)]
         resume = _extract_and_capture(run, store, parts, at, options, deadline, limit) or Resume(read.next_offset)
-        cite_new(store.core, [] if options.dry_run else run.stored, options.cwd, options.domain,
-                 deadline - options.clock())
+        _cite(store, run, options, deadline)
         if options.dry_run:
             return []
         keep_to_budget(store, deadline, clock=options.clock)
@@ -229,6 +225,13 @@ def _extract_and_capture(run: Run, store, parts: list, at: Resume, options: Hook
     return None
 
 
+def _cite(store, run: Run, options: HookOptions, deadline: float) -> None:
+    """What the memories this run stored cite in the project's code (code/record.py)."""
+    if run.stored and not options.dry_run:
+        from subcog_store.code.record import cite_new   # here: the code index loads only when a memory was stored
+        cite_new(store.core, run.stored, options.cwd, options.domain, deadline - options.clock())
+
+
 def _skip_done(candidates: list, at: Resume) -> tuple[list, int]:
     """The candidates without those of the resumed piece the last run handled (`at.done` of them, the last one's
     fingerprint `at.mark`); when the piece no longer gives the same ones, all of them (the duplicate check keeps
@@ -258,8 +261,6 @@ def _resume_at(candidates: list, stopped: int, at: Resume, skipped: int) -> Resu
 
 def _read_before(parts: list, resume: Resume) -> list:
     """The parts of the texts read that lie before where the next run resumes (what this run is done with)."""
-    from dataclasses import replace
-
     out = []
     for part in parts:
         if (part.offset, part.char_start) >= resume[:2]:
@@ -285,8 +286,6 @@ def _groups(parts: list) -> list[list]:
 def pieces(text, skip_chars: int = 0) -> list:
     """A record's text from `skip_chars` on, in paragraph-aligned pieces of at most PIECE_CHARS: a record of
     any size is extracted and captured piece by piece over successive runs."""
-    from dataclasses import replace
-
     body, out, start = text.text, [], max(0, skip_chars)
     if start == 0 and len(body) <= PIECE_CHARS:
         return [text]

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Callable
 from subcog_store.db import files, knn, memories, recent, search, vectors
 from subcog_store.db.connection import read_snapshot
 from subcog_store.db.memories import urn
-from subcog_store.dedup.rule import PairVerdict, PhraseSimilarity, judge
 from subcog_store.text.normalize import content_hash
 from subcog_store.text.textsim import fts_query, word_overlap
 
@@ -23,6 +22,7 @@ if TYPE_CHECKING:
 
     from subcog_store.config import Settings
     from subcog_store.dedup.policies import Plan
+    from subcog_store.dedup.rule import PairVerdict, PhraseSimilarity
 
 log = logging.getLogger("subcog_store.dedup")
 NEIGHBOURS = 5
@@ -145,6 +145,8 @@ def apply_guard(content: str, neighbours: list[Neighbour], phrase_similarity: Ph
     """Judge each neighbour not yet judged with the duplicate rule (changed fact, shared content)."""
     for n in neighbours:
         if n.verdict is None:
+            # here: the rule's word lists and patterns load only when a neighbour is judged (a repeat never is)
+            from subcog_store.dedup.rule import judge
             n.verdict = judge(n.content, content, n.similarity, phrase_similarity)
 
 

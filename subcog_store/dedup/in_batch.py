@@ -12,7 +12,6 @@ from subcog_store.core import Core
 from subcog_store.db import locks
 from subcog_store.dedup import write
 from subcog_store.dedup.check import exact_tier, long_enough
-from subcog_store.dedup.rule import judge
 from subcog_store.dedup.session_repeat import REPEAT_FLOOR, is_session_repeat
 from subcog_store.errors import DatabaseError, InvalidInput, SubcogError
 from subcog_store.inputs import CaptureRequest, Prepared, prepare_all
@@ -143,6 +142,8 @@ class _Kept:
         if vector is None:  # not embedded (an exact repeat, or no model): numpy is not even imported
             return
         import numpy as np
+
+        from subcog_store.dedup.rule import judge   # here: loads only when a batch holds vectors to compare
         members, box = self.groups.setdefault(_scope(p), ([], [np.zeros((64, len(vector)), dtype=np.float32)]))
         matrix = box[0]
         if members:

@@ -22,15 +22,13 @@ from typing import TYPE_CHECKING
 
 from subcog_store.db import memories as rows
 from subcog_store.db.memories import urn
-from subcog_store.dedup.rule import PhraseSimilarity, judge
-from subcog_store.text.guard import changed_fact
-from subcog_store.text.guard_tokens import identifiers
 from subcog_store.text.namespaces import NAMESPACES
 
 if TYPE_CHECKING:
     import apsw
 
     from subcog_store.dedup.check import CheckResult
+    from subcog_store.dedup.rule import PhraseSimilarity
     from subcog_store.inputs import Prepared
     from subcog_store.text.guard_tokens import GuardVerdict
 
@@ -72,6 +70,8 @@ def word_overlap(a: str, b: str) -> float:
 
 def same_subject(older: str, newer: str) -> bool:
     """Both name one thing written like code, and the shorter says mostly what the other says."""
+    from subcog_store.text.guard_tokens import identifiers   # here: only when two texts are compared
+
     return bool(identifiers(older) & identifiers(newer)) and word_overlap(older, newer) >= SUBJECT_OVERLAP
 
 
@@ -81,6 +81,10 @@ def is_session_repeat(older: str, newer: str, similarity: float,
     same subject), no changed fact, no shared lead."""
     if similarity < REPEAT_FLOOR or _shared_lead(older, newer):
         return False
+    # here: the rule's word lists and patterns load only when two texts are this close
+    from subcog_store.dedup.rule import judge
+    from subcog_store.text.guard import changed_fact   # (the same: here, not at the top)
+
     if similarity >= SESSION_REPEAT:
         return judge(older, newer, similarity, phrase_similarity).changed_fact is None
     return same_subject(older, newer) and not _conflict(changed_fact(older, newer, phrase_similarity))

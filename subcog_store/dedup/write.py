@@ -18,7 +18,6 @@ from subcog_store.db.memories import urn
 from subcog_store.dedup import policies, session_repeat
 from subcog_store.dedup.check import CheckInputs, CheckResult, NearMemoryWritten, apply_guard, check_row, \
     guard_floor, revalidate, run_check
-from subcog_store.dedup.outdated import Outdated, find_outdated, link_outdated
 from subcog_store.errors import DatabaseError
 from subcog_store.inputs import Prepared, validate_content
 from subcog_store.text.namespaces import canonical_domain, canonical_namespace
@@ -27,6 +26,7 @@ from subcog_store.text.normalize import content_hash
 if TYPE_CHECKING:
     import numpy as np
 
+    from subcog_store.dedup.outdated import Outdated
     from subcog_store.dedup.policies import Plan
 
 log = logging.getLogger("subcog_store")
@@ -114,12 +114,19 @@ def _capture_once(core: Core, p: Prepared, recheck: bool) -> CaptureResult:
         except Exception as e:  # fail open: store without a vector; doctor reports it, reembed fixes it
             plan.warnings.append(f"not embedded: {type(e).__name__}: {e}")
     # changed facts by subject: the older memories of the project this one outdates (dedup/outdated.py)
-    found = find_outdated(core.con, vector, p.content, p.domain, p.created_at or iso(inputs.now)) \
+    found = _outdated(core, p, vector, inputs) \
         if plan.store and vector is not None and plan.content == p.content and core.settings.dedup_enabled else []
     try:
         return _apply(core, p, inputs, check, plan, vector, found, recheck)
     except Busy:
         raise DatabaseError(f"{core.path}: the database is locked by another process") from None
+
+
+def _outdated(core: Core, p: Prepared, vector: "np.ndarray", inputs: CheckInputs) -> "list[Outdated]":
+    # here: its word lists and patterns load only when a memory is stored with a vector, never for a repeat
+    from subcog_store.dedup.outdated import find_outdated
+
+    return find_outdated(core.con, vector, p.content, p.domain, p.created_at or iso(inputs.now))
 
 
 def _apply(core: Core, p: Prepared, inputs: CheckInputs, check: CheckResult, plan: "Plan",
@@ -166,6 +173,8 @@ def _apply(core: Core, p: Prepared, inputs: CheckInputs, check: CheckResult, pla
             memory_id=memory_id, reasoning=plan.reasoning, confirmed=plan.decision in ("hash_exact", "stored"),
             undo=undo, members=decisions.members(outdated, "outdated")))
         if memory_id and found:
+            from subcog_store.dedup.outdated import link_outdated   # here: only when there is a link to make
+
             outdated += link_outdated(con, [o for o in found if o.memory_id not in outdated],
                                       memory_id=memory_id, domain=p.domain, namespace=p.namespace,
                                       content=p.content, content_hash=p.content_hash, now=now)
