@@ -147,6 +147,39 @@ def test_a_restatement_of_the_same_subject_is_a_repeat_a_changed_value_is_not():
     assert not is_session_repeat(ROOT_CAUSE, SAID_AGAIN, 0.74)   # under SUBJECT_REPEAT
 
 
+def test_a_value_only_one_restatement_states_does_not_keep_a_close_repeat_apart():
+    """Modelled on the training pairs of cipherbox-phase12-mfa.jsonl (a default URL said twice, the second time
+    with the setting's other name first; the cause of the upload 500s said with and without the status code):
+    close restatements (cosine 0.85 and above) where a number, an order or a negation appears on one side only."""
+    from subcog_store.dedup.session_repeat import is_session_repeat
+
+    assert is_session_repeat("The upload failures come from the proxy's request body limit.",
+                             "The upload failures (HTTP 413) come from the proxy's request body limit.", 0.91)
+    assert is_session_repeat("The worker queue defaults: QUEUE_URL is localhost:6379 and QUEUE_BACKEND is redis.",
+                             "QUEUE_BACKEND is redis and QUEUE_URL defaults to localhost:6379.", 0.90)
+    # a value on both sides, or a statement negated, is still a changed fact
+    assert not is_session_repeat("The upload limit of the proxy is 10 MB.", "The upload limit of the proxy is 50 MB.",
+                                 0.95)
+    assert not is_session_repeat("The session cache is enabled for the login flow.",
+                                 "The session cache is not enabled for the login flow.", 0.95)
+
+
+def test_items_under_one_long_lead_in_are_not_repeats_of_each_other():
+    """Modelled on ctxeval-agents-claude-md-coexistence.jsonl's "Summary: ... through 4 layers of protection:"
+    list (items at cosine 0.85-0.94 to each other, each a different layer): the longest lead-in they share, not
+    the first colon, makes them siblings; the lead-in said alone is not a repeat of an item either."""
+    from subcog_store.dedup.session_repeat import is_session_repeat
+
+    lead = "Summary: the config merge is guarded in the build pipeline through 3 layers of checks:"
+    first = f"{lead} Schema check (step 1.5): unknown keys are rejected before the merge."
+    second = f"{lead} Path filter (step 2): files under vendor/ never enter the merge."
+    assert not is_session_repeat(first, second, 0.93)
+    assert not is_session_repeat(first, lead, 0.90)
+    # a short shared start is not a lead-in: a restatement after "Note: " is still a repeat
+    assert is_session_repeat("Note: the worker retries a failed upload three times with a 2 s backoff.",
+                             "Note: the worker retries a failed upload three times, with a 2 s backoff.", 0.97)
+
+
 def test_a_hook_capture_matches_an_active_memory_of_another_namespace(tmp_path):
     db = tmp_path / "m.db"
     with Store(db) as store:
