@@ -119,7 +119,15 @@ def test_hook_path_never_leaks(tmp_path):
     outputs: dict[str, subprocess.CompletedProcess] = {}
     outputs["pre-compact --dry-run --format subcog"] = pre_compact(tmp_path, transcript, "--dry-run",
                                                                     "--format", "subcog")
-    outputs["pre-compact"] = pre_compact(tmp_path, transcript)
+    reports = []
+    while not reports or reports[-1]["truncated"]:   # a loaded machine may stop a run at the client's timeout
+        name = "pre-compact" + (f" (run {len(reports) + 1})" if reports else "")
+        outputs[name] = pre_compact(tmp_path, transcript)
+        reports.append(json.loads(query(tmp_path / "s.db", "select report from hook_runs order by id desc "
+                                               "limit 1")[0][0]))
+        assert reports[-1]["captured"] or reports[-1]["skipped"], "a run made no progress"
+        n = reports[-1]["redacted"]
+        assert not n or f"redacted {n} secret{'' if n == 1 else 's'}" in outputs[name].stdout.decode()
     outputs["session-start"] = session_start(tmp_path)
     for args in (["list", "--status", "all", "--limit", "1000"], ["review", "--all", "--limit", "1000"], ["stats"]):
         outputs[" ".join(args)] = ok(cli(tmp_path, *args))
@@ -131,17 +139,18 @@ def test_hook_path_never_leaks(tmp_path):
     files = store_files(tmp_path)  # before any connection of this test touches them
     assert "memory report" in outputs["session-start"].stdout.decode()  # the report was handed over
 
-    # the capture kept every statement (stored, or skipped as a repeat: both in the run's report), each with its
+    # the capture kept every statement (stored, or skipped as a repeat: both in the runs' reports), each with its
     # secret redacted, except that a key block on lines of its own is no sentence and is left out altogether
-    report = json.loads(query(tmp_path / "s.db", "select report from hook_runs order by id desc limit 1")[0][0])
-    kept = [e["content"] for e in report["captured"] + report["skipped"]]
+    kept = [e["content"] for report in reports for e in report["captured"] + report["skipped"]]
     missing = [i for i in range(len(SECRETS)) if not any(
         f"(ref K{i:03d})" in k and ("[REDACTED]" in k or "-----BEGIN" in SECRETS[i].text or "PuTTY" in SECRETS[i].text)
         for k in kept)]
     assert not missing, [SECRETS[i].kind for i in missing]
-    markers = sum(k.count("[REDACTED]") for k in kept)
-    assert report["redacted"] == markers >= len(SECRETS) - 5
-    assert f"redacted {markers} secrets" in outputs["pre-compact"].stdout.decode()
+    markers = [sum(e["content"].count("[REDACTED]") for e in r["captured"] + r["skipped"]) for r in reports]
+    assert sum(markers) >= len(SECRETS) - 5
+    # a run's count is of the candidates it extracted: one stopped early also counts those left to the next run
+    assert all(r["redacted"] >= n for r, n in zip(reports, markers))
+    assert len(reports) > 1 or reports[0]["redacted"] == markers[0]
 
     for name, data in files.items():
         assert_no_leak(data, name)
