@@ -2,11 +2,11 @@
 
 Nothing a session said is out of reach: a question extraction missed still finds its answer in the turn that
 holds it. The session texts are searched as the memories are (the vec0 KNN of the query's embedding and FTS5 over
-its content words, each candidate scored by recall.fusion: cosine plus the IDF-weighted coverage of the query's
-words, the IDF from the session texts' own index), then merged after the memories: a session text comes before a
-memory only when it scores higher (`below_memories`), so at equal evidence the curated memory wins; no constant
-of its own. The prompt hook offers one only when it clears the memories' gate and also holds the prompt's words
-(recall/inject.py).
+its rarest content words, `recall.search.rarest`; each candidate scored by recall.fusion: cosine plus the
+IDF-weighted coverage of all the query's content words, the IDF from the session texts' own index), then merged
+after the memories: a session text comes before a memory only when it scores higher (`below_memories`), so at
+equal evidence the curated memory wins; no constant of its own. The prompt hook offers one only when it clears the
+memories' gate and also holds the prompt's words (recall/inject.py).
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from subcog_store.db.connection import read_snapshot
 from subcog_store.recall.scopes import search_with_user_scope
 from subcog_store.recall import fusion
 from subcog_store.recall.query import content_of, terms
-from subcog_store.recall.search import CANDIDATES, clean_query
+from subcog_store.recall.search import CANDIDATES, clean_query, rarest
 from subcog_store.text.textsim import significant_tokens
 
 if TYPE_CHECKING:
@@ -89,10 +89,12 @@ def search_session_text(store: "Core", query: str, *, domain: str, limit: int = 
     words = list(dict.fromkeys(terms(content_of(text))))
     with read_snapshot(store.con):
         vector_ids = session_text.knn(store.con, vector, domain, CANDIDATES) if vector is not None else []
-        fts = " OR ".join('"' + w.replace('"', '""') + '"' for w in words[:32])
-        text_ids = session_text.bm25(store.con, fts, domain, CANDIDATES) if words else []
+        counts = session_text.term_counts(store.con, words) if words else []
+        rare = rarest(counts)   # as the memories' search: the rarest words held by some text
+        fts = " OR ".join('"' + w.replace('"', '""') + '"' for w in rare)
+        text_ids = session_text.bm25(store.con, fts, domain, CANDIDATES) if rare else []
         rows = session_text.by_ids(store.con, list(dict.fromkeys([i for i, _ in vector_ids] + text_ids)))
-        weights = {t: fusion.idf(d, n) for t, d, n in session_text.term_counts(store.con, words)} if words else {}
+        weights = {t: fusion.idf(d, n) for t, d, n in counts}
         hits: dict[int, SessionHit] = {}
         for rank, (i, sim) in enumerate(vector_ids, start=1):
             if i in rows:
