@@ -294,6 +294,28 @@ def test_a_capture_stores_the_sessions_text_and_its_vectors_come_later(tmp_path)
     assert "512 MB" in hits[0].content and hits[0].vector_rank == 1   # found by its meaning too
 
 
+def test_the_sessions_text_is_searched_by_its_rarest_words(tmp_path, monkeypatch):
+    """As the memories' search (`search.rarest`): the full-text query asks only for the prompt's TEXT_TERMS rarest
+    words that some text holds; a text holding only a common word of the prompt is no candidate then."""
+    from subcog_store.recall import search
+    from subcog_store.recall.session_search import search_session_text
+
+    db = tmp_path / "m.db"
+    capture(db, transcript(tmp_path, [
+        ("user", "the nightly export keeps dying on the staging box, any idea?"),
+        ("assistant", "The staging box has 512 MB and the export zips the archive in memory, peaking near 900 MB."),
+        ("user", "ok, and the staging deploy is slow too"),
+        ("assistant", "The staging deploy pulls every image again; caching the layers would make it quicker.")]))
+    question = "staging export memory"   # "staging": every text; "export": two; "memory": one
+    with Store(db) as store:
+        monkeypatch.setattr(search, "TEXT_TERMS", 1)
+        only_rarest = search_session_text(store, question, domain=project(tmp_path), limit=8, use_model=False)
+        monkeypatch.setattr(search, "TEXT_TERMS", 3)
+        every_word = search_session_text(store, question, domain=project(tmp_path), limit=8, use_model=False)
+    assert [h.content for h in only_rarest] == [every_word[0].content] and "900 MB" in only_rarest[0].content
+    assert len(every_word) == 4 and every_word[0].coverage > every_word[-1].coverage > 0   # coverage: every word
+
+
 def test_the_sessions_text_is_redacted(tmp_path):
     db = tmp_path / "m.db"
     key = "sk-ant-abcdefghijklmnopqrstuvwxyz123456"

@@ -180,6 +180,11 @@ def formulas() -> dict[str, object]:
         for wv in (1, 2, 3):
             f[f"RRF k={k} cosine (prompt) x{wv}, coverage"] = (
                 lambda k, wv: lambda c: rrf(c.cos + 2, c.coverage, k, wv, 1) + 1e-6 * c.cos)(k, wv)
+    from bench.recall.scale_lab import standout_weight   # tried and dropped (RESULTS.md, round 4b)
+    for scale, cap in ((0.36, 4.0), (0.36, 8.0)):
+        f[f"cosine + 0.5 x clip({scale} / cosine standout, 1, {cap:g}) x coverage^3"] = (
+            lambda scale, cap: lambda c: c.cos + 0.5 * standout_weight(np.sort(c.cos)[::-1][:50], scale, cap)
+            * c.coverage ** 3)(scale, cap)
     f["cosine (prompt) + 0.1 x coverage + 0.05 x identifier"] = lambda c: c.cos + 0.1 * c.coverage + 0.05 * \
         np.minimum(c.ident, 2)
     return f

@@ -201,6 +201,20 @@ def fusions() -> dict:
     return f
 
 
+def standout_weight(top: np.ndarray, scale: float = 0.36, cap: float = 4.0) -> float:
+    """Tried and dropped (RESULTS.md, round 4b): the coverage weight multiplied by how much less the vector side's
+    best stands above the prompt's level than it does for a typical train prompt (`scale`: the median standout of
+    the train sets' relevant prompts without filler), between 1 and `cap`: trust the words where the cosine is
+    flat (LoCoMo)."""
+    base = level(top)
+    return 1.0 if base is None else min(cap, max(1.0, scale / max(float(top[0]) - base, 1e-6)))
+
+
+def standout_fusion(scale: float = 0.36, cap: float = 4.0):
+    from subcog_store.recall.fusion import COVERAGE_POWER, W_COVERAGE
+    return lambda c: c.cos + W_COVERAGE * standout_weight(c.top_cos, scale, cap) * c.cov ** COVERAGE_POWER
+
+
 def level(top: np.ndarray, lo: int = 5, hi: int = 15) -> float | None:
     tail = top[lo:hi]
     return float(tail.mean()) if len(tail) else None
@@ -263,6 +277,7 @@ def report(cases: list[Case]) -> dict:
         out["|".join(map(str, key))] = {
             "n_relevant": sum(c.relevant for c in group), "n_irrelevant": sum(not c.relevant for c in group),
             "cosine": rank_metrics(group, cosine), "fusion": rank_metrics(group, fusion),
+            "fusion, coverage weight by the cosine's standout (tried)": rank_metrics(group, standout_fusion()),
             "gate before (cosine >= 0.37, cosine order)": gate_metrics(group, cosine, before),
             "relative bar alone": gate_metrics(group, fusion, relative(0.40, GATE_MARGIN)),
             "gate shipped (relative bar or holds the words)": gate_metrics(

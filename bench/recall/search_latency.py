@@ -6,6 +6,9 @@ schema; `bench_recall_latency.build`, cached in bench/out/ by schema; vectors fr
 SUBCOG_BENCH_EMBED_CACHE to share it), loads the model, warms up, then times `search(limit=10)` for the round's
 held-out prompts, each used once: hybrid (embedding the prompt, as the prompt hook through the warm worker does)
 and the text side alone. Both trees see the same prompts in the same round; rounds alternate which goes first.
+Each search is timed in wall time and in the process's CPU time (every thread, the model's included): on a shared
+machine the wall time measures the load, the CPU time is what the search costs (on an idle machine the wall time
+is at most about that; the model's two threads can make it less).
 
     .venv/bin/python -m bench.recall.search_latency --baseline /tmp/h24base [--size 10000] [--runs 100] [--rounds 4]
 """
@@ -40,15 +43,17 @@ def measure(n: int, start: int, runs: int) -> dict:
     try:
         store = Store(work, fetch_model=False)
         store.search("warm up the model and the page cache", domain=DOMAIN, limit=10)
-        out: dict = {"hybrid": [], "text": [], "methods": []}
+        out: dict = {"hybrid": [], "text": [], "hybrid_cpu": [], "text_cpu": [], "methods": []}
         for text in c.queries[start:start + runs]:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             res = store.search(text, domain=DOMAIN, limit=10)
             out["hybrid"].append((time.perf_counter() - t0) * 1000)
+            out["hybrid_cpu"].append((time.process_time() - c0) * 1000)
             out["methods"].append(res.method)
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             store.search(text, domain=DOMAIN, limit=10, use_model=False)
             out["text"].append((time.perf_counter() - t0) * 1000)
+            out["text_cpu"].append((time.process_time() - c0) * 1000)
         store.close()
     finally:
         for suffix in ("", "-wal", "-shm"):
@@ -79,12 +84,14 @@ def main(argv: list[str] | None = None) -> int:
         for label, tree in order:
             row[label] = run_code(tree, f"from bench.recall.search_latency import measure; "
                                         f"print(json.dumps(measure({args.size}, {r * args.runs}, {args.runs})))")
-            print(f"round {r + 1} {label}: hybrid p50 {p50(row[label]['hybrid']):.1f} ms, text p50 "
-                  f"{p50(row[label]['text']):.1f} ms {row[label]['methods']} (load {row['load']:.1f})", flush=True)
+            print(f"round {r + 1} {label}: hybrid p50 {p50(row[label]['hybrid']):.1f} ms (CPU "
+                  f"{p50(row[label].get('hybrid_cpu', [])):.1f}), text p50 {p50(row[label]['text']):.1f} ms (CPU "
+                  f"{p50(row[label].get('text_cpu', [])):.1f}) {row[label]['methods']} (load {row['load']:.1f})",
+                  flush=True)
         res["rounds"].append(row)
     for label in trees:
-        for side in ("hybrid", "text"):
-            res[f"{label} {side} p50"] = p50([x for row in res["rounds"] for x in row[label][side]])
+        for side in ("hybrid", "text", "hybrid_cpu", "text_cpu"):   # a baseline without CPU figures: nan
+            res[f"{label} {side} p50"] = p50([x for row in res["rounds"] for x in row[label].get(side, [])])
     res["load_end"] = os.getloadavg()
     args.json.write_text(json.dumps(res))
     print(" | ".join(f"{k} {v:.1f} ms" for k, v in res.items() if k.endswith("p50")))
