@@ -23,7 +23,7 @@ models/.verified: $(STAMP) models/manifest.json
 models: models/.verified
 
 test: setup
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=25
 
 demo: setup
 	$(BIN)/python -m subcog_store.demo
