@@ -7,8 +7,9 @@ SUBCOG_BENCH_EMBED_CACHE to share it), loads the model, warms up, then times `se
 held-out prompts, each used once: hybrid (embedding the prompt, as the prompt hook through the warm worker does)
 and the text side alone. Both trees see the same prompts in the same round; rounds alternate which goes first.
 Each search is timed in wall time and in the process's CPU time (every thread, the model's included): on a shared
-machine the wall time measures the load, the CPU time is what the search costs (on an idle machine the wall time
-is at most about that; the model's two threads can make it less).
+machine the wall time mostly measures the load; the CPU time is stretched less, but still (shared caches and
+cores: at load 5-15 it charged the prompt's embedding about 21 ms where a quiet machine took about 6 ms of wall
+time), so compare either only beside the baseline of the same run.
 
     .venv/bin/python -m bench.recall.search_latency --baseline /tmp/h24base [--size 10000] [--runs 100] [--rounds 4]
 """
