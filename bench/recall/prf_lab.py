@@ -8,7 +8,7 @@ SUBCOG_BENCH_EMBED_CACHE), coverage with IDF over the project as `scale_lab.py` 
 ranked by the shipped fusion (cosine + 0.5 x coverage^3, an outdated memory below its successor) with the cosine
 of q (shipped) or of q'. Prints recall@5 / MRR@10 / paraphrase recall@5 per set, split and size.
 
-    SUBCOG_BENCH_EMBED_CACHE=/work/team/cache/embeddings .venv/bin/python -m bench.recall.prf_lab
+    SUBCOG_BENCH_EMBED_CACHE=<a shared cache folder> .venv/bin/python -m bench.recall.prf_lab
 """
 from __future__ import annotations
 
