@@ -160,6 +160,10 @@ ORDER_CHANGED = [  # the same words, another fact: who did what to whom, which c
     ("The checkout service reads from the cache and writes to the database.",
      "The checkout service reads from the database and writes to the cache."),
     ("Nine episodes ordered were broadcast.", "Nine broadcast episodes were ordered."),
+    ("The scheduler calls the worker.", "The worker calls the scheduler."),
+    ("The new parser replaces the legacy parser.", "The legacy parser replaces the new parser."),
+    ("Prefer pytest fixtures over setUp methods.", "Prefer setUp methods over pytest fixtures."),
+    ("We chose uv over poetry.", "We chose poetry over uv."),
 ]
 
 ORDER_SAME = [  # reordered, same fact: lists, moved clauses and phrases, attribution, the passive voice
@@ -351,11 +355,51 @@ MOVED_NOT_CHANGED = [  # a list reordered, negation-equivalents on both sides
     ("Prefer pytest fixtures over setUp methods.", "Use pytest fixtures instead of setUp methods."),
 ]
 
+NEGATION_EQUIVALENTS_BOTH_SIDES = [  # each of the phrases against a plain negation, and against each other
+    ("Use the connection pool instead of opening a connection per request.",
+     "Use the connection pool; never open a connection per request."),
+    ("Log through structlog rather than print statements.", "Log through structlog, not print statements."),
+    ("Pass the settings object in place of global variables.", "Pass the settings object, not global variables."),
+    ("Run the tests without touching the network.", "Run the tests, never touching the network."),
+    ("Avoid mocking the database in integration tests.", "Do not mock the database in integration tests."),
+    ("Refrain from editing generated files by hand.", "Never edit generated files by hand."),
+    ("Accept nothing other than UTC timestamps.", "Accept only UTC timestamps."),
+    ("Return a JSON error body instead of plain text.", "Return a JSON error body rather than plain text."),
+    ("Use ruff in place of flake8 in CI.", "Use ruff instead of flake8 in CI."),
+    ("Avoid mocking the database in tests.", "Refrain from mocking the database in tests."),
+]
+
 NEGATION_EQUIVALENT_CHANGED = [  # the equivalent on one side only: the fact changed
     ("Read feature flags once at startup instead of globally.", "Read feature flags once at startup and globally."),
     ("Use structured logging rather than print statements.", "Use structured logging and print statements."),
     ("Deploy without running the migrations.", "Deploy, running the migrations."),
+    ("Pass the settings object in place of global variables.", "Pass the settings object and global variables."),
+    ("Avoid mocking the database in integration tests.", "Mock the database in integration tests."),
+    ("Refrain from editing generated files by hand.", "Edit generated files by hand."),
+    ("Accept no timezone other than UTC.", "Accept any timezone."),
 ]
+
+SENTENCE_ENDS = [  # a negation stops at the end of its sentence: a label or clause moved behind it is not negated
+    ("Decision: payments owns the jobs table; other services read it through the payments API, never directly.",
+     "Payments owns the jobs table; other services read it through the payments api, never directly. Decision."),
+    ("Store jobs events as Parquet in RabbitMQ; the schema registry rejects messages without a version field.",
+     "The schema registry rejects messages without a version field. Store jobs events as Parquet in RabbitMQ."),
+    ("Learned that uvicorn 0.29 breaks the scheduler; pin it to 0.31 until upstream fixes it.",
+     "TIL: uvicorn 0.29 breaks the scheduler; pin it to 0.31 until upstream fixes it."),
+]
+
+
+@pytest.mark.parametrize("older,newer", NEGATION_EQUIVALENTS_BOTH_SIDES + SENTENCE_ENDS)
+def test_one_negation_said_in_other_words_or_a_moved_sentence_is_a_duplicate(older: str, newer: str) -> None:
+    for a, b in ((older, newer), (newer, older)):
+        assert not changed_fact(a, b).changed, (a, b, changed_fact(a, b))
+    assert judge(older, newer, 0.97).duplicate(0.92)
+
+
+def test_a_negation_still_reaches_across_a_comma_but_not_past_a_sentence_end() -> None:
+    assert changed_fact("Other services read the table, never directly. Cache it.",
+                        "Other services read the table directly. Cache it.").reason == "negation"
+    assert changed_fact("Never cache it. Read the table directly.", "Cache it. Read the table directly.").changed
 
 
 MODIFIER_MOVED = [  # the two word-order examples: a modifier that moves carries no role
@@ -364,6 +408,8 @@ MODIFIER_MOVED = [  # the issue's two word-order examples: a modifier that moves
     ("Learned that pytest fixtures with scope=session are created only once per test run.",
      "Learned that a pytest fixture with session scope is only created once for the whole test run."),
     ("The cached results expire after a restart.", "The results cached by the worker expire after a restart."),
+    ("Set log_level=debug in dev.", "Set the debug log_level in dev."),
+    ("The generated client code lives in api/.", "The client code generated from the spec lives in api/."),
 ]
 
 MODIFIER_LOOKALIKES = [  # a verb and its object, or bare words, that trade places: still the other fact

@@ -22,7 +22,7 @@ from subcog_store.text.guard_roles import order_check
 from subcog_store.text.guard_tokens import (
     NUM, SAME, GuardVerdict, compared_form, identifiers_apart, names, stem, tokens)
 from subcog_store.text.guard_words import (
-    MONTHS, NEGATORS, NUMBER_WORDS, SCALE_UNITS, SOFT_NUMBER_WORDS, STOPWORDS, UNITS, WEEKDAYS)
+    MONTHS, NEGATION_SLOTS, NEGATORS, NUMBER_WORDS, SCALE_UNITS, SOFT_NUMBER_WORDS, STOPWORDS, UNITS, WEEKDAYS)
 
 __all__ = ["GuardVerdict", "PhraseSimilarity", "changed_fact", "clear_caches", "lexical_support", "SUPPORT_MIN"]
 
@@ -158,11 +158,12 @@ def _near_num(toks: tuple[str, ...], word: str) -> bool:
 
 # ---------------------------------------------------------------- content
 
-# Words that carry no fact of their own for coverage: attribution and filler.
+# Words that carry no fact of their own for coverage: attribution, filler, a memory's kind ("TIL:", "Learned that").
 _TRANSPARENT = frozenset("""
 said says say saying told tell tells added adding according stated reported mr mrs ms dr also even well now
 later still already just really yet however meanwhile
 decide decided decides deciding decision choose chose chosen chooses picked opt opted use used uses using
+til learned learnt noted reminder
 """.split())
 
 
@@ -293,6 +294,8 @@ def _substitution_check(ta: tuple[str, ...], tb: tuple[str, ...], named: frozens
     _, i1, i2, j1, j2 = ops[0]
     if i2 - i1 > SLOT_MAX or j2 - j1 > SLOT_MAX or len(ta) - (i2 - i1) < SLOT_CONTEXT:
         return SAME
+    if any(" ".join(ta[i1:i2 + d]) in NEGATION_SLOTS and " ".join(tb[j1:j2 + d]) in NEGATION_SLOTS for d in (0, 1)):
+        return SAME   # one negation in other words ("instead of" / "rather than"): polarity compared what they negate
     words_a, words_b = [w for _, w in _content(ta[i1:i2])], [w for _, w in _content(tb[j1:j2])]
     if not words_a or not words_b:
         return SAME

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from subcog_store.text.guard_tokens import NUM, SAME, GuardVerdict, order_tokens, stem
+from subcog_store.text.guard_tokens import NUM, SAME, GuardVerdict, clause_tokens, stem
 from subcog_store.text.guard_words import (
     BOUNDARY, LINKS, NEGATION_PHRASES, NEGATORS, NOT_NEGATING, OPPOSITES, PREFERENCE, PRIVATIVE, SCOPE_SKIP,
     STOPWORDS)
@@ -57,7 +57,7 @@ def _spans(toks: tuple[str, ...]) -> list[tuple[int, int]]:
 
 def negations(text: str) -> list[str]:
     """The negations of a text, in words."""
-    toks = order_tokens(text)
+    toks = clause_tokens(text)
     return [" ".join(toks[start:end]) for start, end in _spans(toks)]
 
 
@@ -76,7 +76,7 @@ class _Scope:
 @lru_cache(maxsize=4096)
 def _scoped(text: str) -> _Scope:
     """What a text says under a negation and without one."""
-    toks = order_tokens(text)
+    toks = clause_tokens(text)
     cues = _spans(toks)
     negated: set[int] = set()
     unsure: set[int] = set()   # what a privative verb governs: negated or not ("drop [support]", "a failed [run]")

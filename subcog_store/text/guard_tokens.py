@@ -11,7 +11,7 @@ from functools import lru_cache
 
 from subcog_store.text.guard_words import NUMBER_WORDS, PUNCTUATION, STOPWORDS
 
-__all__ = ["GuardVerdict", "SAME", "NUM", "compared_form", "split_token", "tokens", "order_tokens", "stem",
+__all__ = ["GuardVerdict", "SAME", "NUM", "compared_form", "split_token", "tokens", "order_tokens", "clause_tokens", "stem",
            "is_content", "names", "identifiers", "identifiers_apart", "clear_caches"]
 
 
@@ -96,15 +96,25 @@ def stem(word: str) -> str:
     return word[:-1] if len(word) >= 5 and word.endswith("e") else word
 
 
-_ORDER_TOKEN = re.compile(r"[$€£%]|[^\W_][\w.'/+#-]*[\w%]|[^\W_]|[,;:()\[\]]", re.UNICODE)
+_ORDER_TOKEN = re.compile(r"[$€£%]|[^\W_][\w.'/+#-]*[\w%]|[^\W_]|[,;:()\[\]]|[.!?](?=\s|$)", re.UNICODE)
 
 
 @lru_cache(maxsize=4096)
 def order_tokens(text: str) -> tuple[str, ...]:
     """`tokens` plus the punctuation that delimits phrases; a hyphenated word stays one word (anthrax-laced)."""
+    return tuple(t for t in clause_tokens(text) if t not in _SENTENCE_END)
+
+
+_SENTENCE_END = frozenset(".!?")
+
+
+@lru_cache(maxsize=4096)
+def clause_tokens(text: str) -> tuple[str, ...]:
+    """`order_tokens` with the ends of sentences (".", "!", "?" before a space or the end): where a negation's
+    scope stops ("..., never raw dicts. Pattern for Rust.")."""
     out: list[str] = []
     for raw in _ORDER_TOKEN.findall(KEY_VALUE.sub(" ", compared_form(text))):
-        if raw in PUNCTUATION:
+        if raw in PUNCTUATION or raw in _SENTENCE_END:
             out.append(raw)
         elif "-" in raw.strip("-") and not any(c.isdigit() for c in raw):
             out.append(raw.strip("-'"))
@@ -180,5 +190,5 @@ def identifiers_apart(older: str, newer: str) -> tuple[list[str], list[str]]:
 
 def clear_caches() -> None:
     """Forget the per-text caches (a benchmark measures the cost of new texts; words recur, their caches stay)."""
-    for fn in (compared_form, tokens, order_tokens, names, identifiers):
+    for fn in (compared_form, tokens, order_tokens, clause_tokens, names, identifiers):
         fn.cache_clear()

@@ -41,6 +41,10 @@ means use uses used using
 # Pairs (word, next word) and triples (previous, word, next); "without" is a NEGATOR, "avoid" and "refrain"
 # PRIVATIVE. "prefer X over Y" negates Y too: "over" within a few words after one of PREFERENCE.
 NEGATION_PHRASES = frozenset({("instead", "of"), ("rather", "than"), ("other", "than"), ("in", "place", "of")})
+# Slots that say one negation in other words: "instead of X" / "rather than X" is no substitution (the polarity
+# check compares what they negate).
+NEGATION_SLOTS = frozenset({"instead of", "rather than", "in place of", "other than", "without", "not", "never",
+                            "no", "avoid", "refrain from", "do not", "do n't"})
 PREFERENCE = frozenset("prefer prefers preferred preferring favor favors favour favours".split())
 # Negators that do not negate here: "nothing but X" = "only X", "not only", "not just", "no doubt", "no matter".
 NOT_NEGATING = frozenset({("nothing", "but"), ("not", "only"), ("not", "just"), ("no", "doubt"), ("no", "matter")})
