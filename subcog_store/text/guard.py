@@ -61,11 +61,16 @@ def _canon_number(n: str) -> str:
 
 
 _ISO_DATE = re.compile(r"(19|20)\d\d-\d\d(-\d\d)?$")
+_YEAR = re.compile(r"(19|20)\d\d")
+_COMPOUND = re.compile(r"[-/]")
 
 
 def _quantities(toks: tuple[str, ...]) -> list[_Quantity]:
     out: list[_Quantity] = []
     for i, tok in enumerate(toks):
+        if not (tok[:1].isdigit() or tok[:1] == "v" or tok in NUMBER_WORDS or tok == "one" or "-" in tok
+                or "/" in tok):
+            continue   # no number in it (most words): NUM starts with a digit or "v"
         nxt = toks[i + 1] if i + 1 < len(toks) else ""
         prev = toks[i - 1] if i else ""
         m = NUM.match(tok)
@@ -80,7 +85,7 @@ def _quantities(toks: tuple[str, ...]) -> list[_Quantity]:
             if m.group("v") or n.count(".") >= 2 or (n.count(".") == 1 and unit is None and prev.isalpha()
                                                         and prev not in UNITS and prev not in STOPWORDS):
                 kind = "version"   # v1.2.0, 1.2.0, Python 3.8
-            elif (re.fullmatch(r"(19|20)\d\d", n) and unit is None) or prev in MONTHS or nxt in MONTHS:
+            elif (_YEAR.fullmatch(n) and unit is None) or prev in MONTHS or nxt in MONTHS:
                 kind = "date"      # 2024, August 24, 24 August
             else:
                 kind = "number"
@@ -96,7 +101,7 @@ def _quantities(toks: tuple[str, ...]) -> list[_Quantity]:
         elif "-" in tok or "/" in tok:
             # "30-year", "22/32", "2004-2005", "2024-03-01": numbers inside compounds
             kind = "date" if _ISO_DATE.match(tok) else "number"
-            for part in re.split(r"[-/]", tok):
+            for part in _COMPOUND.split(tok):
                 pm = NUM.match(part)
                 if pm:
                     out.append(_Quantity(_canon_number(pm.group("n")), None, kind, tok))
@@ -173,9 +178,9 @@ def _content(toks: tuple[str, ...]) -> tuple[tuple[int, str], ...]:
     out = []
     for i, tok in enumerate(toks):
         # "85-mph", "49-year-old": the words of a compound with numbers (the numbers are the number check's job)
-        parts = re.split(r"[-/]", tok) if "-" in tok or "/" in tok else (tok,)
-        out.extend((i, t) for t in parts if t not in STOPWORDS and t not in NEGATORS and t not in _TRANSPARENT
-                   and len(t) > 1 and not NUM.match(t))
+        for t in _COMPOUND.split(tok) if "-" in tok or "/" in tok else (tok,):
+            if t not in STOPWORDS and t not in NEGATORS and t not in _TRANSPARENT and len(t) > 1 and not NUM.match(t):
+                out.append((i, t))
     return tuple(out)
 
 
@@ -282,12 +287,27 @@ def _synonym(phrase_similarity: PhraseSimilarity, p: str, q: str) -> bool:
         return False
 
 
+def _edited_span(ta: tuple[str, ...], tb: tuple[str, ...]) -> int:
+    """The fewest words of either text that one replaced slot would have to cover: each text's length less the
+    common prefix and suffix (a lower bound on a single replace's size)."""
+    n = min(len(ta), len(tb))
+    pre = 0
+    while pre < n and ta[pre] == tb[pre]:
+        pre += 1
+    suf = 0
+    while suf < n - pre and ta[-1 - suf] == tb[-1 - suf]:
+        suf += 1
+    return max(len(ta), len(tb)) - pre - suf
+
+
 def _substitution_check(ta: tuple[str, ...], tb: tuple[str, ...], named: frozenset[str],
                         phrase_similarity: PhraseSimilarity | None) -> GuardVerdict:
     """The same sentence with one slot filled differently: "pool for DuckDB in sync" / "... in auth",
     "as CSV" / "as Protobuf", "flag sync_v3" / "flag sync_v5". Another name in the same place is another fact;
     a synonym is not ("two children" / "two kids"), when the model says so and the slot holds no name.
     A reworded sentence differs in more places than one."""
+    if _edited_span(ta, tb) > SLOT_MAX:
+        return SAME   # more than one slot apart: no need to align
     ops = [op for op in SequenceMatcher(None, ta, tb, autojunk=False).get_opcodes() if op[0] != "equal"]
     if len(ops) != 1 or ops[0][0] != "replace":
         return SAME

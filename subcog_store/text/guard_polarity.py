@@ -22,6 +22,7 @@ __all__ = ["polarity", "negations", "clear_caches"]
 
 SCOPE_REACH = 4   # a negation reaches at most this many tokens to the word it negates (training sets, docs/guard.md)
 _CUES = NEGATORS | PRIVATIVE
+_SPAN_WORDS = _CUES | PREFERENCE | {"over"} | {phrase[len(phrase) - 2] for phrase in NEGATION_PHRASES}  # "instead", "place"
 
 _OPPOSITE: dict[str, set[str]] = {}
 for _x, _y in OPPOSITES:
@@ -36,6 +37,8 @@ def _spans(toks: tuple[str, ...]) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     preferred, cancelled = -10, -1
     for i, t in enumerate(toks):
+        if t not in _SPAN_WORDS:
+            continue   # starts no negation (most words)
         nxt = toks[i + 1] if i + 1 < len(toks) else ""
         if t in PREFERENCE:
             preferred = i

@@ -29,15 +29,19 @@ def _blocks(a: tuple[str, ...], b: tuple[str, ...]) -> list[Block]:
     so that "in Boston" and "in 1923" are units that can trade places. Function words left over are paired by
     occurrence; blocks that follow each other in both texts are joined.
     """
-    ka = [stem(t) if is_content(t) else t for t in a]
+    content_a = [is_content(t) for t in a]
+    ka = [stem(t) if c else t for t, c in zip(a, content_a)]
     kb = [stem(t) if is_content(t) else t for t in b]
+    counted = [0]   # content words of a before each position
+    for c in content_a:
+        counted.append(counted[-1] + c)
     n, m = len(a), len(b)
     used_a, used_b = [False] * n, [False] * m
     where: dict[str, list[int]] = {}
     for j, k in enumerate(kb):
         where.setdefault(k, []).append(j)
     tiles: list[tuple[int, int, int]] = []
-    anchors = [(i, j) for i in range(n) if is_content(a[i]) for j in where.get(ka[i], ())]
+    anchors = [(i, j) for i in range(n) if content_a[i] for j in where.get(ka[i], ())]
     if len(anchors) > MAX_ANCHORS:
         return []   # a few words said over and over: no order to read, and the cost would grow fast
     while anchors:
@@ -52,9 +56,9 @@ def _blocks(a: tuple[str, ...], b: tuple[str, ...]) -> list[Block]:
                 end += 1
             length = end - i
             if end < n and end - i + j < m:
-                while not is_content(a[i + length - 1]) and a[i + length - 1] not in PUNCTUATION:
+                while not content_a[i + length - 1] and a[i + length - 1] not in PUNCTUATION:
                     length -= 1  # stops at a content word at the latest: the anchor
-            score = (length + sum(is_content(t) for t in a[i:i + length]), -abs(i / n - j / m))
+            score = (length + counted[i + length] - counted[i], -abs(i / n - j / m))
             if best is None or score > best[0]:
                 best = (score, i, j, length)
         assert best is not None

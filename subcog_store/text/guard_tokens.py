@@ -30,7 +30,6 @@ SAME = GuardVerdict(False, None, "")
 
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "`": "'",
                          "\u2013": "-", "\u2014": " - ", "\u00a0": " "})
-_WORD = re.compile(r"[$€£%]|[^\W_][\w.'/+#-]*[\w%]|[^\W_]", re.UNICODE)
 KEY_VALUE = re.compile(r"(?<=\w)=(?=\w)")   # "scope=session" is the two words of "session scope"
 NUM = re.compile(r"^(?P<v>v)?(?P<n>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)*)(?P<u>[a-zµ%]+)?$")
 
@@ -75,8 +74,9 @@ def split_token(tok: str) -> tuple[str, ...]:
 def tokens(text: str) -> tuple[str, ...]:
     """Normalised word tokens; numbers keep their dots and commas, n't is its own token."""
     out: list[str] = []
-    for raw in _WORD.findall(KEY_VALUE.sub(" ", compared_form(text))):
-        out.extend(split_token(raw))
+    for raw in _raw(text):
+        if raw not in PUNCTUATION and raw not in _SENTENCE_END:
+            out.extend(split_token(raw))
     return tuple(out)
 
 
@@ -96,7 +96,15 @@ def stem(word: str) -> str:
     return word[:-1] if len(word) >= 5 and word.endswith("e") else word
 
 
+# words (numbers and identifiers whole) and the punctuation that delimits phrases and sentences
 _ORDER_TOKEN = re.compile(r"[$€£%]|[^\W_][\w.'/+#-]*[\w%]|[^\W_]|[,;:()\[\]]|[.!?](?=\s|$)", re.UNICODE)
+_SENTENCE_END = frozenset(".!?")
+
+
+@lru_cache(maxsize=4096)
+def _raw(text: str) -> tuple[str, ...]:
+    """The words and punctuation of the compared form, as written: what tokens and clause_tokens read."""
+    return tuple(_ORDER_TOKEN.findall(KEY_VALUE.sub(" ", compared_form(text))))
 
 
 @lru_cache(maxsize=4096)
@@ -105,15 +113,12 @@ def order_tokens(text: str) -> tuple[str, ...]:
     return tuple(t for t in clause_tokens(text) if t not in _SENTENCE_END)
 
 
-_SENTENCE_END = frozenset(".!?")
-
-
 @lru_cache(maxsize=4096)
 def clause_tokens(text: str) -> tuple[str, ...]:
     """`order_tokens` with the ends of sentences (".", "!", "?" before a space or the end): where a negation's
     scope stops ("..., never raw dicts. Pattern for Rust.")."""
     out: list[str] = []
-    for raw in _ORDER_TOKEN.findall(KEY_VALUE.sub(" ", compared_form(text))):
+    for raw in _raw(text):
         if raw in PUNCTUATION or raw in _SENTENCE_END:
             out.append(raw)
         elif "-" in raw.strip("-") and not any(c.isdigit() for c in raw):
@@ -141,8 +146,10 @@ def names(text: str) -> frozenset[str]:
             start = True
             continue
         word = raw.strip(".'-")
-        if word and (any(c.isdigit() or c == "_" for c in word) or re.search(r"[a-z][A-Z]", word)
-                     or (len(word) > 1 and word.isupper()) or (word[0].isupper() and not start)):
+        # a lower-case word of letters (most words) is no name: decided without the per-letter tests
+        if word and not (word.isalpha() and word.islower()) and (
+                any(c.isdigit() or c == "_" for c in word) or _CAMEL.search(word)
+                or (len(word) > 1 and word.isupper()) or (word[0].isupper() and not start)):
             out.update(split_token(word.casefold()))
         start = False
     return frozenset(out)
@@ -162,6 +169,8 @@ def identifiers(text: str) -> frozenset[str]:
     paraphrases for 9 changed coding facts, docs/guard.md)."""
     out: set[str] = set()
     for raw in text.split():
+        if raw.isalpha() and raw.islower():
+            continue   # a lower-case word of letters (most words): prose
         word = raw.strip(_EDGES).rstrip(".:")
         if len(word) > 1 and not (word.isalpha() and word.islower()) and not _ABBREVIATION.fullmatch(word) and (
                 _CODE.search(word) or _CAMEL.search(word) or (word.isupper() and sum(map(str.isalpha, word)) > 2)
@@ -190,5 +199,5 @@ def identifiers_apart(older: str, newer: str) -> tuple[list[str], list[str]]:
 
 def clear_caches() -> None:
     """Forget the per-text caches (a benchmark measures the cost of new texts; words recur, their caches stay)."""
-    for fn in (compared_form, tokens, order_tokens, clause_tokens, names, identifiers):
+    for fn in (compared_form, _raw, tokens, order_tokens, clause_tokens, names, identifiers):
         fn.cache_clear()
