@@ -535,3 +535,21 @@ def test_identifiers_are_read_as_written() -> None:
         ([], ["~/.app/sessions/<id>/"])
     assert identifiers_apart("Read config/main.yaml first.", "Read config/local.yaml first.") == \
         (["config/main.yaml"], ["config/local.yaml"])
+
+
+# ---------------------------------------------------------------- issue 23, round 5: the slot search's shortcut
+
+slot_words = st.lists(st.sampled_from(["the", "cache", "ttl", "is", "5", "10", "minutes", "redis", "a", "not"]),
+                      min_size=0, max_size=10).map(tuple)
+
+
+@settings(max_examples=500, deadline=None)
+@given(slot_words, slot_words)
+def test_the_slot_search_is_skipped_only_where_no_single_slot_explains_the_difference(ta, tb) -> None:
+    from difflib import SequenceMatcher
+
+    from subcog_store.text.guard import _edited_span
+    ops = [op for op in SequenceMatcher(None, ta, tb, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if len(ops) == 1 and ops[0][0] == "replace":
+        _, i1, i2, j1, j2 = ops[0]
+        assert _edited_span(ta, tb) <= max(i2 - i1, j2 - j1)   # a lower bound: the shortcut loses no slot
