@@ -2,27 +2,26 @@
 
 Sentence embeddings cannot see a changed fact ("TTL is 5 minutes" / "TTL is 10 minutes" scores 0.985), and on
 coding memories a rewording and a changed fact have the same cosine. `changed_fact(older, newer)` looks at the
-words that differ: a number, unit, date or identifier replaced, a word negated in one text only (`guard_polarity`),
-an opposite, who did what to whom (`guard_roles`), one slot filled with another word. It is the veto,
-`lexical_support` the shared content. Both are symmetric and deterministic, and take an optional
+words that differ: a number, unit or date (`guard_numbers`) or an identifier replaced, a word negated in one text
+only (`guard_polarity`), an opposite, who did what to whom (`guard_roles`), one slot filled with another word. It
+is the veto, `lexical_support` the shared content. Both are symmetric and deterministic, and take an optional
 `phrase_similarity(p, q) -> cosine` (the store's model on short phrases) that judges synonyms in a slot; without it
 a different word is a different fact (the safe side). Word lists: `guard_words`.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import lru_cache
 from typing import Callable, Sequence
 
 from subcog_store.text import guard_polarity, guard_tokens
+from subcog_store.text.guard_numbers import date_check, number_check, unit_check
 from subcog_store.text.guard_polarity import polarity
 from subcog_store.text.guard_roles import order_check
 from subcog_store.text.guard_tokens import (
     NUM, SAME, GuardVerdict, compared_form, identifiers_apart, names, stem, tokens)
-from subcog_store.text.guard_words import (
-    MONTHS, NEGATION_SLOTS, NEGATORS, NUMBER_WORDS, SCALE_UNITS, SOFT_NUMBER_WORDS, STOPWORDS, UNITS, WEEKDAYS)
+from subcog_store.text.guard_words import NEGATION_SLOTS, NEGATORS, STOPWORDS
 
 __all__ = ["GuardVerdict", "PhraseSimilarity", "changed_fact", "clear_caches", "lexical_support", "SUPPORT_MIN"]
 
@@ -37,131 +36,9 @@ SYNONYM_MIN = 0.82  # phrase cosine (slot with one word of context each side) th
 LONG = 200          # tokens: a longer text skips the word-order rules and the slot search (their cost grows fast)
 SEGMENT_MAX = 4     # lexical_support compares differing segments of at most this many words as phrases
 
-# ---------------------------------------------------------------- facts: numbers, units, dates
-
-@dataclass(frozen=True)
-class _Quantity:
-    value: str          # canonical number text ("5", "3.8", "1.2.0")
-    unit: str | None    # canonical unit after (or attached to) the number
-    kind: str           # "number", "version", "date", "word" (two), "soft" (one, first)
-    surface: str        # how the text wrote the number
-    unit_word: str = ""  # how the text wrote the unit
-
-
-def _canon_number(n: str) -> str:
-    n = n.replace(",", "")
-    if n.count(".") == 1:
-        whole, frac = n.split(".")
-        frac = frac.rstrip("0")
-        whole = whole.lstrip("0") or "0"
-        return f"{whole}.{frac}" if frac else whole
-    if n.count(".") == 0:
-        return n.lstrip("0") or "0"
-    return n
-
-
-_ISO_DATE = re.compile(r"(19|20)\d\d-\d\d(-\d\d)?$")
-_YEAR = re.compile(r"(19|20)\d\d")
-_COMPOUND = re.compile(r"[-/]")
-
-
-def _quantities(toks: tuple[str, ...]) -> list[_Quantity]:
-    out: list[_Quantity] = []
-    for i, tok in enumerate(toks):
-        if not (tok[:1].isdigit() or tok[:1] == "v" or tok in NUMBER_WORDS or tok == "one" or "-" in tok
-                or "/" in tok):
-            continue   # no number in it (most words): NUM starts with a digit or "v"
-        nxt = toks[i + 1] if i + 1 < len(toks) else ""
-        prev = toks[i - 1] if i else ""
-        m = NUM.match(tok)
-        if m:
-            n, unit = m.group("n"), m.group("u")
-            if unit is None and nxt in UNITS:
-                unit = nxt
-            if unit is None and prev in ("$", "€", "£"):
-                unit = prev
-            if unit in ("st", "nd", "rd", "th"):
-                unit = None
-            if m.group("v") or n.count(".") >= 2 or (n.count(".") == 1 and unit is None and prev.isalpha()
-                                                        and prev not in UNITS and prev not in STOPWORDS):
-                kind = "version"   # v1.2.0, 1.2.0, Python 3.8
-            elif (_YEAR.fullmatch(n) and unit is None) or prev in MONTHS or nxt in MONTHS:
-                kind = "date"      # 2024, August 24, 24 August
-            else:
-                kind = "number"
-            out.append(_Quantity(_canon_number(n), UNITS.get(unit) if unit else None, kind, tok, unit or ""))
-        elif tok in NUMBER_WORDS or tok == "one":
-            if tok == "second" and prev and (NUM.match(prev) or prev in NUMBER_WORDS):
-                continue  # "5 second timeout": a unit, not a number
-            value = 1 if tok == "one" else NUMBER_WORDS[tok]
-            unit = nxt if nxt in UNITS else None
-            kind = "soft" if tok in SOFT_NUMBER_WORDS or tok == "one" else "word"
-            out.append(_Quantity(_canon_number(str(value)), UNITS.get(unit) if unit else None, kind, tok,
-                                 unit or ""))
-        elif "-" in tok or "/" in tok:
-            # "30-year", "22/32", "2004-2005", "2024-03-01": numbers inside compounds
-            kind = "date" if _ISO_DATE.match(tok) else "number"
-            for part in _COMPOUND.split(tok):
-                pm = NUM.match(part)
-                if pm:
-                    out.append(_Quantity(_canon_number(pm.group("n")), None, kind, tok))
-    return out
-
-
-def _say(q: _Quantity) -> str:
-    if not q.unit_word or q.surface.endswith(q.unit_word):
-        return q.surface
-    return f"{q.unit_word}{q.surface}" if q.unit_word in "$€£" else f"{q.surface} {q.unit_word}"
-
-
-def _number_check(ta: tuple[str, ...], tb: tuple[str, ...]) -> GuardVerdict:
-    qa, qb = _quantities(ta), _quantities(tb)
-    hard_a = {q.value for q in qa if q.kind != "soft"}
-    hard_b = {q.value for q in qb if q.kind != "soft"}
-    all_a = {q.value for q in qa}
-    all_b = {q.value for q in qb}
-    only_a = sorted(hard_a - all_b)
-    only_b = sorted(hard_b - all_a)
-    if only_a or only_b:
-        kinds = {q.kind for q in qa + qb if q.value in only_a or q.value in only_b}
-        reason = "version" if "version" in kinds else "date" if kinds == {"date"} else "number"
-        sa = ", ".join(_say(q) for q in qa if q.value in only_a) or "no number"
-        sb = ", ".join(_say(q) for q in qb if q.value in only_b) or "no number"
-        return GuardVerdict(True, reason, f"{sa} vs {sb}")
-    # same numbers: do they carry the same units? (neither text's units of a value contain the other's)
-    units_a: dict[str, set[str]] = {}
-    units_b: dict[str, set[str]] = {}
-    for qs, units in ((qa, units_a), (qb, units_b)):
-        for q in qs:
-            if q.unit:
-                units.setdefault(q.value, set()).add(q.unit)
-    for value in sorted(units_a.keys() & units_b.keys()):
-        ua, ub = units_a[value], units_b[value]
-        if not ua <= ub and not ub <= ua:
-            wa = next(_say(x) for x in qa if x.value == value and x.unit and x.unit not in ub)
-            wb = next(_say(x) for x in qb if x.value == value and x.unit and x.unit not in ua)
-            return GuardVerdict(True, "unit", f"{wa} vs {wb}")
-    return SAME
-
-
-def _date_check(ta: tuple[str, ...], tb: tuple[str, ...]) -> GuardVerdict:
-    for table, name in ((MONTHS, "month"), (WEEKDAYS, "weekday")):
-        da = {table[t] for t in ta if t in table and not (t == "may" and name == "month" and not _near_num(ta, t))}
-        db = {table[t] for t in tb if t in table and not (t == "may" and name == "month" and not _near_num(tb, t))}
-        if da and db and da != db:
-            wa = " ".join(t for t in ta if t in table)
-            wb = " ".join(t for t in tb if t in table)
-            return GuardVerdict(True, "date", f"{wa} vs {wb}")
-    return SAME
-
-
-def _near_num(toks: tuple[str, ...], word: str) -> bool:
-    i = toks.index(word)
-    near = toks[max(0, i - 1): i + 2]
-    return any(NUM.match(t) for t in near)
-
-
 # ---------------------------------------------------------------- content
+
+_COMPOUND = re.compile(r"[-/]")
 
 # Words that carry no fact of their own for coverage: attribution, filler, a memory's kind ("TIL:", "Learned that").
 _TRANSPARENT = frozenset("""
@@ -329,17 +206,7 @@ def _substitution_check(ta: tuple[str, ...], tb: tuple[str, ...], named: frozens
     return GuardVerdict(True, "substitution", f"{' '.join(ta[i1:i2])} vs {' '.join(tb[j1:j2])}")
 
 
-# ---------------------------------------------------------------- units, identifiers
-
-def _unit_check(ta: tuple[str, ...], tb: tuple[str, ...]) -> GuardVerdict:
-    """Another time or size unit, with or without a number: "per minute" / "per hour" ("hourly" is not read)."""
-    units_a = {UNITS[t] for t in ta if len(t) >= 3 and UNITS.get(t) in SCALE_UNITS}
-    units_b = {UNITS[t] for t in tb if len(t) >= 3 and UNITS.get(t) in SCALE_UNITS}
-    if units_a - units_b and units_b - units_a:
-        return GuardVerdict(True, "unit", f"{', '.join(sorted(units_a - units_b))} vs "
-                                          f"{', '.join(sorted(units_b - units_a))}")
-    return SAME
-
+# ---------------------------------------------------------------- identifiers
 
 def _identifier_check(older: str, newer: str) -> GuardVerdict:
     """Each text writes an identifier the other does not: "config/main.yaml" / "config/local.yaml",
@@ -370,7 +237,7 @@ def changed_fact(older: str, newer: str, phrase_similarity: PhraseSimilarity | N
     flip = tb < ta
     if flip:
         older, newer, ta, tb = newer, older, tb, ta
-    changed = (_number_check(ta, tb) or _date_check(ta, tb) or _unit_check(ta, tb)
+    changed = (number_check(ta, tb) or date_check(ta, tb) or unit_check(ta, tb)
                or _identifier_check(older, newer) or polarity(older, newer, ta, tb))
     long = max(len(ta), len(tb)) > LONG
     if not changed and not long:
