@@ -1,8 +1,9 @@
-"""How complete and how fast the PostgreSQL check's KNN is per `hnsw.ef_search`, at 100,000 real vectors.
+"""How complete and how fast the PostgreSQL check's KNN before migration 010 (HNSW candidates, exact fallback:
+bench_postgres.hnsw_nearest) is per `hnsw.ef_search`, at 100,000 real vectors; the record of why it was replaced.
 
 The bench corpus's first N sentences (real MiniLM vectors, cached: bench/corpus.py) go into one scope of a
 PostgreSQL store (bench_postgres.build_postgres: COPY, then the HNSW index built once). For each query vector,
-the ef_search values alternate query by query (the same load for each): `postgres/knn.nearest` with that many
+the ef_search values alternate query by query (the same load for each): `hnsw_nearest` with that many
 candidates, its latency, its path (HNSW or exact scan), and the near neighbours found (the true top K at or
 above 0.85 by numpy, tie-tolerant: bench_store.near_neighbours_found). Queries 0..split-1 choose (the smallest
 value that finds them all), split..2*split-1 report.
@@ -19,7 +20,8 @@ import time
 import numpy as np
 
 from bench import corpus as corpus_mod
-from bench.bench_postgres import build_postgres
+from bench import bench_postgres
+from bench.bench_postgres import build_postgres, hnsw_nearest
 from bench.bench_store import DOMAIN, FLOOR, K, NAMESPACE, md_table, near_neighbours_found
 
 
@@ -29,7 +31,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", type=int, default=150)
     parser.add_argument("--efs", default="40,100,200,400")
     args = parser.parse_args(argv)
-    from subcog_store.postgres import knn
     from subcog_store.postgres.connection import connect
     from subcog_store.postgres.local_server import start
     from subcog_store.postgres.vectors import register
@@ -49,10 +50,10 @@ def main(argv: list[str] | None = None) -> int:
             sims = matrix @ qvectors[j]
             top = np.argsort(-sims)[:K]
             for ef in efs:
-                knn.CANDIDATES = ef
+                bench_postgres.HNSW_CANDIDATES = ef
                 con.execute(f"set hnsw.ef_search = {ef}")
                 t0 = time.perf_counter()
-                hits, how = knn.nearest(con, qvectors[j], NAMESPACE, DOMAIN, K, FLOOR)
+                hits, how = hnsw_nearest(con, qvectors[j], NAMESPACE, DOMAIN, K, FLOOR)
                 r = res[(ef, j // args.split)]
                 r["ms"].append((time.perf_counter() - t0) * 1000)
                 wanted, found = near_neighbours_found([int(h.memory_id, 16) for h in hits], sims, top)

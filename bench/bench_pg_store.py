@@ -2,7 +2,7 @@
 100k) memories in one scope, and 8 writer processes capturing overlapping texts at once.
 
 Latency: the bench corpus (bench/corpus.py, real MiniLM vectors cached in bench/out/) is loaded into a SQLite
-store (bench_store.build_store) and a PostgreSQL store (bench_postgres.build_postgres: COPY, HNSW built once).
+store (bench_store.build_store) and a PostgreSQL store (bench_postgres.build_postgres: COPY, no HNSW).
 Then, alternating SQLite and PostgreSQL call by call so both see the same load, through `Store` (the data layer,
 the three tiers, the decision log): `check_duplicate` of a held-out query sentence (its check row written),
 `capture` of another (stored: memory, vector, recent row, check row, decision), and `search` of a query over the
@@ -92,7 +92,7 @@ def latency(n: int, corpus, vectors: np.ndarray, qvectors: np.ndarray, server, c
     lite_path = OUT / f"pg-store-bench-{n}.db"
     build_store(lite_path, corpus.sentences[:n], matrix)
     url = server.database("bench", migrated=True)
-    pg_build = build_postgres(url, corpus.sentences[:n], matrix)
+    pg_build = build_postgres(url, corpus.sentences[:n], matrix, hnsw=False)
     known = {content_hash(t): v for t, v in zip(corpus.queries, qvectors)}
     stores = {"sqlite": _store(lite_path, known), "postgresql": _store(url, known)}
     half = len(corpus.queries) // 2

@@ -2,13 +2,16 @@
 
 For each size, the same corpus rows and vectors (bench/corpus.py, embeddings cached in bench/out/) go into a
 SQLite store (bench_store.build_store: the store's own SQL) and into a PostgreSQL store (the pgserver wheel's
-server on a Unix socket, or --url; COPY, then the HNSW index built once, its build time reported). Then the
-same query vectors, alternating SQLite and PostgreSQL query by query so both see the same machine load:
+server on a Unix socket, or --url; COPY, then the HNSW index of the check before migration PG 010, built once
+for the baseline, its build time reported). Then the same query vectors, the variants in a rotating order query
+by query so all see the same machine load:
 
-- SQLite `db/knn.nearest` (sign-bit candidates re-scored exactly), PostgreSQL `postgres/knn.nearest` (HNSW
-  candidates, exact scan of the scope when they cannot show completeness) and its exact scan alone;
-- p50 / p95 latency, which path answered, and the near neighbours found: of the true top 5 at or above 0.85
-  (numpy brute force), how many each returned (the bar: all of them).
+- SQLite `db/knn.nearest` (sign-bit candidates re-scored exactly); PostgreSQL `postgres/knn.nearest` (the exact
+  scan of the scope: complete); the check before it (`hnsw_nearest` below: HNSW candidates, the exact scan when
+  they cannot show completeness);
+- p50 / p95 latency, CPU per query (this process's, plus the PostgreSQL backend's from /proc when the server
+  is local: load stretches wall time more than CPU time), which path answered, and the near neighbours found:
+  of the true top 5 at or above 0.85 (numpy brute force), how many each returned (the bar: all of them).
 
     python -m bench.bench_postgres [--sizes 10000,100000] [--queries 200] [--url postgresql://...]
 """
@@ -29,6 +32,7 @@ from bench.bench_store import DOMAIN, FLOOR, K, NAMESPACE, build_store, machine_
     near_neighbours_found, p50_95  # noqa: E402
 from subcog_store.db import knn as sqlite_knn  # noqa: E402
 from subcog_store.db.connection import connect as connect_sqlite  # noqa: E402
+from subcog_store.db.sqlfiles import q  # noqa: E402
 from subcog_store.postgres import knn as pg_knn  # noqa: E402
 from subcog_store.postgres.connection import connect as connect_pg  # noqa: E402
 from subcog_store.postgres.vectors import Vector, register  # noqa: E402
@@ -36,13 +40,15 @@ from subcog_store.postgres.vectors import Vector, register  # noqa: E402
 OUT = corpus_mod.OUT_DIR
 
 
-def build_postgres(url: str, sentences: list[str], vectors: np.ndarray) -> dict:
-    """Memories and vectors by COPY with the HNSW indexes dropped, then the namespace's index built once."""
+HNSW_INDEX = (f"create index memory_vectors_hnsw_{NAMESPACE} on memory_vectors using hnsw (embedding vector_ip_ops) "
+              f"with (m = 16, ef_construction = 64) where namespace = '{NAMESPACE}'")   # as migration 003 had it
+HNSW_CANDIDATES = 100   # hnsw.ef_search of the check before migration 010
+
+
+def build_postgres(url: str, sentences: list[str], vectors: np.ndarray, hnsw: bool = True) -> dict:
+    """Memories and vectors by COPY, then, for the baseline, the namespace's HNSW index built once."""
     con = connect_pg(url)
     register(con)
-    index = f"memory_vectors_hnsw_{NAMESPACE}"
-    definition = con.execute("select pg_get_indexdef(%s::regclass)", (index,)).fetchone()[0]
-    con.execute(f"drop index {index}")
     t0 = time.perf_counter()
     with con.cursor() as cur:
         with cur.copy("copy memories (seq, id, domain, namespace, content, created_at, updated_at, source) "
@@ -58,12 +64,40 @@ def build_postgres(url: str, sentences: list[str], vectors: np.ndarray) -> dict:
     loaded = time.perf_counter() - t0
     t0 = time.perf_counter()
     con.execute("set maintenance_work_mem = '1GB'")
-    con.execute(definition)
+    if hnsw:
+        con.execute(HNSW_INDEX)
     built = time.perf_counter() - t0
-    con.execute("vacuum analyze memories")
-    con.execute("vacuum analyze memory_vectors")
+    for table in ("memories", "memory_vectors"):
+        con.execute(f"vacuum analyze {table}")
     con.close()
     return {"load_s": round(loaded, 1), "index_build_s": round(built, 1)}
+
+
+def hnsw_nearest(con, vector: np.ndarray, namespace: str, domain: str, k: int, floor: float
+                 ) -> tuple[list[pg_knn.Hit], str]:
+    """The PostgreSQL check before migration 010: the namespace's HNSW candidates, taken as the answer when the
+    farthest is below max(floor, k-th of the scope), else the exact scan (which an HNSW miss does not signal)."""
+    params = {"embedding": Vector(vector), "namespace": namespace, "domain": domain, "k": k,
+              "candidates": HNSW_CANDIDATES}
+    rows = con.execute(q("find_semantic_candidates", "postgresql"), params).fetchall()
+    if len(rows) >= HNSW_CANDIDATES:
+        scope = [pg_knn.Hit(r[3], r[4], float(r[2]), r[0]) for r in rows if r[1] == domain]
+        threshold = max(floor, scope[k - 1].similarity if len(scope) >= k else floor)
+        if float(rows[-1][2]) < threshold:
+            return scope[:k], "hnsw"
+    return pg_knn.nearest(con, vector, namespace, domain, k, floor)
+
+
+def _backend_cpu(pid: int | None) -> float:
+    """CPU seconds of a local PostgreSQL backend (0 when it is not on this machine)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, TypeError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+VARIANTS = ("sqlite", "postgresql", "postgresql hnsw")
 
 
 def measure(n: int, sentences: list[str], vectors: np.ndarray, qvectors: np.ndarray, url: str, queries: int
@@ -75,55 +109,55 @@ def measure(n: int, sentences: list[str], vectors: np.ndarray, qvectors: np.ndar
     lite = connect_sqlite(lite_path)
     pg = connect_pg(url)
     register(pg)
-    times = {"sqlite": [], "postgresql": [], "postgresql exact": []}
-    paths: dict[str, dict[str, int]] = {"sqlite": {}, "postgresql": {}}
-    found = {"sqlite": 0, "postgresql": 0, "postgresql exact": 0}
+    pg.execute(f"set hnsw.ef_search = {HNSW_CANDIDATES}")
+    backend = pg.info.backend_pid
+    times: dict[str, list[float]] = {name: [] for name in VARIANTS}
+    cpu = {name: 0.0 for name in VARIANTS}
+    paths: dict[str, dict[str, int]] = {name: {} for name in VARIANTS}
+    found = {name: 0 for name in VARIANTS}
     wanted = 0
-    params = {"namespace": NAMESPACE, "domain": DOMAIN, "k": K}
-    for j in range(min(10, len(qvectors))):   # warm both
-        sqlite_knn.nearest(lite, qvectors[j], NAMESPACE, DOMAIN, K, FLOOR)
-        pg_knn.nearest(pg, qvectors[j], NAMESPACE, DOMAIN, K, FLOOR)
-    for j in range(min(queries, len(qvectors))):
+    runs = {
+        "sqlite": lambda qv: sqlite_knn.nearest(lite, qv, NAMESPACE, DOMAIN, K, FLOOR),
+        "postgresql": lambda qv: pg_knn.nearest(pg, qv, NAMESPACE, DOMAIN, K, FLOOR),
+        "postgresql hnsw": lambda qv: hnsw_nearest(pg, qv, NAMESPACE, DOMAIN, K, FLOOR),
+    }
+    for j in range(min(10, len(qvectors))):   # warm all
+        for run in runs.values():
+            run(qvectors[j])
+    count = min(queries, len(qvectors))
+    for j in range(count):
         qv = qvectors[j]
         sims = matrix @ qv
         top = np.argpartition(-sims, K)[:K]
         top = top[np.argsort(-sims[top])]
-        answers = {}
-        for name, run in (("sqlite", lambda: sqlite_knn.nearest(lite, qv, NAMESPACE, DOMAIN, K, FLOOR)),
-                          ("postgresql", lambda: pg_knn.nearest(pg, qv, NAMESPACE, DOMAIN, K, FLOOR)),
-                          ("postgresql exact", lambda: (pg_knn.exact(pg, params | {"embedding": Vector(qv)}),
-                                                        "exact scan"))):
-            t0 = time.perf_counter()
-            hits, how = run()
+        order = VARIANTS[j % len(VARIANTS):] + VARIANTS[:j % len(VARIANTS)]
+        for name in order:
+            c0, b0, t0 = time.process_time(), _backend_cpu(backend), time.perf_counter()
+            hits, how = runs[name](qv)
             times[name].append((time.perf_counter() - t0) * 1000)
-            if name in paths:
-                paths[name][how] = paths[name].get(how, 0) + 1
-            answers[name] = [int(h.memory_id, 16) for h in hits]
-        for name, got in answers.items():
-            want, have = near_neighbours_found(got, sims, top)
-            found[name] += have
+            cpu[name] += time.process_time() - c0 + _backend_cpu(backend) - b0
+            paths[name][how] = paths[name].get(how, 0) + 1
+            found[name] += near_neighbours_found([int(h.memory_id, 16) for h in hits], sims, top)[1]
         wanted += near_neighbours_found([], sims, top)[0]
     lite.close()
     pg.close()
-    return {"n": n, "queries": len(times["sqlite"]), "sqlite_build": lite_build, "pg_build": pg_build,
-            "times": times, "paths": paths, "near": wanted, "found": found}
+    return {"n": n, "queries": count, "sqlite_build": lite_build, "pg_build": pg_build, "times": times,
+            "cpu_ms": {name: 1000 * cpu[name] / count for name in VARIANTS}, "paths": paths, "near": wanted,
+            "found": found, "load": os.getloadavg()}
 
 
 def report(results: list[dict], info: dict) -> str:
-    header = ["memories", "SQLite KNN p50 / p95 ms", "PostgreSQL KNN p50 / p95 ms", "ratio p50",
-              "PostgreSQL exact scan p50 / p95", "near neighbours >= 0.85 found (SQLite / PG / PG exact)",
-              "PG paths", "PG HNSW build s"]
+    header = ["memories", "variant", "p50 / p95 ms", "p50 vs SQLite", "CPU ms / query", "near >= 0.85 found",
+              "paths"]
     rows = []
     for r in results:
         t = r["times"]
-        ratio = np.median(t["postgresql"]) / np.median(t["sqlite"])
-        found = r["found"]
-        rows.append([f"{r['n']:,}", p50_95(t["sqlite"]), p50_95(t["postgresql"]), f"{ratio:.1f}x",
-                     p50_95(t["postgresql exact"]),
-                     f"{found['sqlite']} / {found['postgresql']} / {found['postgresql exact']} of {r['near']}",
-                     ", ".join(f"{k} {v}" for k, v in sorted(r["paths"]["postgresql"].items())),
-                     r["pg_build"]["index_build_s"]])
-    return f"machine: {json.dumps(info)}\n\n" + md_table(header, rows)
+        for name in VARIANTS:
+            rows.append([f"{r['n']:,}", name, p50_95(t[name]), f"{np.median(t[name]) / np.median(t['sqlite']):.2f}x",
+                         f"{r['cpu_ms'][name]:.1f}", f"{r['found'][name]} / {r['near']}",
+                         ", ".join(f"{k} {v}" for k, v in sorted(r["paths"][name].items()))])
+    notes = [f"{r['n']:,}: HNSW build {r['pg_build']['index_build_s']} s; load {r['load']}" for r in results]
+    return f"machine: {json.dumps(info)}\n\n" + md_table(header, rows) + "\n" + "\n".join(notes)
 
 
 def main(argv: list[str] | None = None) -> int:

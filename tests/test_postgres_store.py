@@ -25,7 +25,7 @@ REWORDED = "We chose PostgreSQL 16 with pgvector as the team's shared memory sto
 OTHER = "The frontend team prefers React with TypeScript for all new user interface work."
 SECRET = "hunter2-Sup3rS3cret"
 # Queries PostgreSQL never runs: SQLite's own file, migrations and the sign-bit cache (db/bitcache.py, off on
-# PostgreSQL, whose candidates come from the HNSW index).
+# PostgreSQL, whose candidates come from the sketch scan of postgres/knn.py).
 SQLITE_ONLY = {"create_migrations_table", "record_migration", "count_schema_objects", "vacuum",
                "checkpoint_truncate", "quick_check", "find_semantic_candidates", "rescore_candidates", "sign_bits",
                "bits_log_newest", "bits_log_entry", "bits_since", "scope_bits", "scope_size", "salvage_memories",
@@ -155,6 +155,62 @@ def test_a_hook_on_a_silent_server_gives_up_within_its_budget(event, payload, tm
     assert allowed, log.read_text()
     # CONNECT_SHARE of what is left of the budget when the store opens (the budget counts the process's start-up)
     assert MIN_BUDGET_SECS * CONNECT_SHARE <= float(allowed[1]) <= 1.5 * CONNECT_SHARE
+
+
+def test_the_connect_timeout_is_found_where_libpq_finds_it(tmp_path) -> None:
+    """The string's own connect_timeout, else its service's in the service file, else PGCONNECT_TIMEOUT; a value
+    that is not positive is no limit (libpq's meaning) and the next place is asked."""
+    from subcog_store.postgres.connection import connect_timeout_of, within
+
+    services = tmp_path / "pg_service.conf"
+    services.write_text("# the team's services\n[team]\nhost=db.example\nconnect_timeout=0.4\n\n[slow]\n"
+                        "host=db.example\nconnect_timeout=0\n", encoding="utf-8")
+    environ = {"HOME": str(tmp_path / "nowhere"), "PGSERVICEFILE": str(services), "PGCONNECT_TIMEOUT": "0.7"}
+    assert connect_timeout_of("service=team connect_timeout=0.2", 9, environ) == 0.2
+    assert connect_timeout_of("service=team", 9, environ) == 0.4
+    assert connect_timeout_of("postgresql://db.example/m", 9, {**environ, "PGSERVICE": "team"}) == 0.4
+    assert connect_timeout_of("service=slow", 9, environ) == 0.7
+    assert connect_timeout_of("service=absent", 9, environ) == 0.7
+    assert connect_timeout_of("host=db.example", 9, {"HOME": str(tmp_path)}) == 9
+    assert connect_timeout_of("host=db.example connect_timeout=-1", 9, {"PGCONNECT_TIMEOUT": "x"}) == 9
+    assert "connect_timeout=0.400" in within("service=team", 1.0, environ)       # the lowest of them
+    assert "connect_timeout=0.250" in within("service=team", 0.25, environ)
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / ".pg_service.conf").write_text("[team]\nconnect_timeout=0.3\n", encoding="utf-8")
+    assert connect_timeout_of("service=team", 9, {"HOME": str(tmp_path / "home")}) == 0.3
+
+
+@pytest.mark.parametrize("how", ["PGCONNECT_TIMEOUT", "service file"])
+def test_a_hook_waits_no_longer_than_libpqs_own_connect_timeout_when_it_is_shorter(how, tmp_path) -> None:
+    """A user's shorter connect_timeout (the environment's or the service's) wins over the hook's share of its
+    budget, on a server that takes the connection and never answers: the log names the time it allowed."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    port = listener.getsockname()[1]
+    log = tmp_path / "hook.log"
+    env = clean_environ({"SUBCOG_HOOK_LOG": str(log), "SUBCOG_HOOK_BUDGET_SECS": "4", **NO_WORKER})
+    if how == "PGCONNECT_TIMEOUT":
+        env["PGCONNECT_TIMEOUT"] = "0.3"
+        db = f"postgresql://alice@127.0.0.1:{port}/team"
+    else:
+        services = tmp_path / "pg_service.conf"
+        services.write_text(f"[team]\nhost=127.0.0.1\nport={port}\ndbname=team\nuser=alice\n"
+                            "connect_timeout=0.3\n", encoding="utf-8")
+        env["PGSERVICEFILE"] = str(services)
+        db = "service=team"
+    payload = {"hook_event_name": "UserPromptSubmit", "prompt": "which cache did we choose?", "session_id": "s",
+               "cwd": "/x", "transcript_path": str(SAMPLES / "session-a.jsonl")}
+    try:
+        proc = run_hook("user-prompt-submit", json.dumps(payload).encode(), db=db, environ=env)
+    finally:
+        listener.close()
+    assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
+    assert hook_output_problems("UserPromptSubmit", proc.stdout.decode()) == []
+    allowed = re.search(r"no answer in the ([0-9.]+) s its connect_timeout allows", log.read_text())
+    assert allowed and float(allowed[1]) == 0.3, log.read_text()
 
 
 @pytest.mark.parametrize("given", [

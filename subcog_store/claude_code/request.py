@@ -40,15 +40,16 @@ class HookRequest:
 
     @property
     def db_path(self) -> Path | str:
-        """The store this run opens. A PostgreSQL store's connection may take CONNECT_SHARE of the budget to open
-        (libpq's connect_timeout; the default 10 s is for commands): a server that never answers cannot hold the
+        """The store this run opens. A PostgreSQL store's connection may take CONNECT_SHARE of the budget to open,
+        or less where libpq finds a shorter connect_timeout (the string's, its service's, PGCONNECT_TIMEOUT of the
+        request's environment; the default 10 s is for commands): a server that never answers cannot hold the
         hook past its budget, and the hook still has time to answer without the store."""
         target = db_target(self.db) if self.db else default_db_path(self.environ)
         if not is_postgres(target):
             return target
         from subcog_store.postgres.connection import within   # lazy: SQLite hooks never import psycopg
 
-        return within(str(target), self.budget(lambda _why: None) * CONNECT_SHARE)
+        return within(str(target), self.budget(lambda _why: None) * CONNECT_SHARE, self.environ)
 
     def budget(self, warn: Callable[[str], None] | None = None) -> float:
         """The seconds this run may take from now: the configured budget less what the process spent since

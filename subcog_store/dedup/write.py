@@ -24,6 +24,8 @@ from subcog_store.text.namespaces import canonical_domain, canonical_namespace
 from subcog_store.text.normalize import content_hash
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     import numpy as np
 
     from subcog_store.dedup.outdated import Outdated
@@ -135,7 +137,7 @@ def _apply(core: Core, p: Prepared, inputs: CheckInputs, check: CheckResult, pla
     con = core.con
     undo = decisions.Undo(candidate=p.candidate())
     memory_id, outdated = None, []
-    with immediate(con, (p.domain, p.namespace)):   # on PostgreSQL: other scopes' writers go on
+    with immediate(con, *written_scopes(p, found)):   # on PostgreSQL: other scopes' writers go on
         if plan.store:
             revalidate(con, inputs, check, plan, core.settings, core.vectors.cached(p.content_hash), recheck)
         if plan.store:
@@ -181,6 +183,14 @@ def _apply(core: Core, p: Prepared, inputs: CheckInputs, check: CheckResult, pla
     result_urn = urn(p.domain, p.namespace, memory_id) if memory_id else check.matched_urn
     return CaptureResult(plan.store, plan.decision, memory_id or check.matched_memory_id, result_urn, check,
                          decision_id, list(plan.retire), plan.reasoning, plan.warnings, outdated, p.redacted)
+
+
+def written_scopes(p: Prepared, found: "Iterable[Outdated]") -> list[tuple[str, str]]:
+    """The (domain, namespace) scopes a capture writes: its own, and those of the older memories it may link as
+    outdated (other namespaces of the project). Locked together, in one order (db.connection.immediate), so two
+    captures that outdate the same memories of a third scope wait for each other at the start instead of
+    deadlocking on those rows halfway (which PostgreSQL would end with an error)."""
+    return [(p.domain, p.namespace)] + sorted({(p.domain, o.namespace) for o in found} - {(p.domain, p.namespace)})
 
 
 def log_repeat(core: Core, p: Prepared, first: Prepared, matched_id: str | None, similarity: float | None) -> int:

@@ -8,9 +8,11 @@ SERIALIZABLE and no "could not serialize" error can reach a caller.
 """
 from __future__ import annotations
 
+import configparser
+import os
 import re
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Iterator, Mapping
 
 from subcog_store import config
 from subcog_store.db.sqlfiles import migrations, q
@@ -23,10 +25,6 @@ if TYPE_CHECKING:
 DIALECT = "postgresql"
 CONNECT_TIMEOUT_SECS = 10
 APPLICATION_NAME = "subcog-store"
-# Candidates an HNSW search returns (hnsw.ef_search, set when a connection opens). Fewer is faster, but an HNSW
-# graph can miss a vector the candidates do not signal: at 100k real vectors 40 found 538 of 579 near neighbours
-# >= 0.85 (bench/RESULTS.md), so 100 stays until a value is shown complete there.
-HNSW_CANDIDATES = 100
 
 
 def is_postgres(target: object) -> bool:
@@ -96,7 +94,6 @@ def connect(conninfo: str, *, migrate: bool = True, connect_timeout: float = CON
         else:
             check_version(con, conninfo)
         register(con)
-        con.execute(q("set_hnsw_candidates", DIALECT), {"candidates": HNSW_CANDIDATES})
     except psycopg.errors.InsufficientPrivilege as e:
         con.close()
         raise DatabaseError(f"{display(conninfo)}: this role may not use the store ({_first(e)}); see the "
@@ -110,24 +107,53 @@ def connect(conninfo: str, *, migrate: bool = True, connect_timeout: float = CON
     return con
 
 
-def connect_timeout_of(conninfo: str, default: float = CONNECT_TIMEOUT_SECS) -> float:
-    """The seconds a connection to `conninfo` may take to open: its own `connect_timeout` (libpq's key, here in
-    fractions of a second too) when positive, else `default`."""
+def connect_timeout_of(conninfo: str, default: float = CONNECT_TIMEOUT_SECS,
+                       environ: "Mapping[str, str] | None" = None) -> float:
+    """The seconds a connection to `conninfo` may take to open, where libpq looks for it (here in fractions of a
+    second too): the string's own `connect_timeout`, else its service's in the service file, else
+    PGCONNECT_TIMEOUT, the first that is positive; else `default`. `environ` is the environment of the run
+    (a hook's request through the warm worker: the client's, not the worker's)."""
     from psycopg.conninfo import conninfo_to_dict
 
+    environ = os.environ if environ is None else environ
     try:
-        return _positive(conninfo_to_dict(conninfo).get("connect_timeout")) or default
+        params = conninfo_to_dict(conninfo)
     except Exception:  # noqa: BLE001 - a malformed string: connect() says so
         return default
+    service = params.get("service") or environ.get("PGSERVICE")
+    for value in (params.get("connect_timeout"), service and service_setting(service, "connect_timeout", environ),
+                  environ.get("PGCONNECT_TIMEOUT")):
+        if seconds := _positive(value):
+            return seconds
+    return default
 
 
-def within(conninfo: str, seconds: float) -> str:
-    """`conninfo` opening in at most `seconds` (or its own connect_timeout, when that is shorter): a hook derives
-    it from its budget, so a server that never answers (a host dropping packets, a port that accepts and stays
-    silent) cannot hold the hook past it."""
+def service_setting(service: str, key: str, environ: "Mapping[str, str]") -> str | None:
+    """A setting of a connection service as libpq reads it: the user's service file (PGSERVICEFILE, else
+    ~/.pg_service.conf) when it defines the service, else the system's (PGSYSCONFDIR/pg_service.conf)."""
+    home = environ.get("HOME") or os.path.expanduser("~")
+    files = [environ.get("PGSERVICEFILE") or os.path.join(home, ".pg_service.conf")]
+    if environ.get("PGSYSCONFDIR"):
+        files.append(os.path.join(environ["PGSYSCONFDIR"], "pg_service.conf"))
+    for path in files:
+        parser = configparser.ConfigParser(interpolation=None, strict=False)
+        try:
+            parser.read(path, encoding="utf-8")
+        except (configparser.Error, UnicodeDecodeError, OSError):
+            continue   # libpq reports a broken file itself when it connects
+        if parser.has_section(service):
+            return parser.get(service, key, fallback=None)
+    return None
+
+
+def within(conninfo: str, seconds: float, environ: "Mapping[str, str] | None" = None) -> str:
+    """`conninfo` opening in at most `seconds`, or the connect_timeout libpq would find for it (connect_timeout_of)
+    when that is shorter: a hook derives `seconds` from its budget, so a server that never answers (a host
+    dropping packets, a port that accepts and stays silent) cannot hold the hook past it."""
     from psycopg.conninfo import make_conninfo
 
-    return make_conninfo(conninfo, connect_timeout=f"{min(seconds, connect_timeout_of(conninfo, seconds)):.3f}")
+    allowed = min(seconds, connect_timeout_of(conninfo, seconds, environ))
+    return make_conninfo(conninfo, connect_timeout=f"{allowed:.3f}")
 
 
 def _positive(value: object) -> float | None:
