@@ -16,8 +16,11 @@ labelled units of the sessions (`heldout/labels`), the issue's figures:
   prompt hook injects it; it stays silent on the questions nothing answers;
 - time: the session-end hook per transcript (3 MB+ training transcripts included for time only).
 
-A memory is traced to its sentence by text: the longest labelled unit of its session contained in it, else the
-unit sharing most of its words (at least MATCH_JACCARD). Writes its section of bench/capture/RESULTS.md.
+A memory is traced to its sentences by text, each sentence of it on its own (a paragraph kept whole holds several):
+the longest labelled unit of its session contained in the sentence, else the unit sharing most of its words (at
+least MATCH_JACCARD); a memory with no sentence traced is traced whole the same way. A memory is a lasting fact
+when one of its sentences is; a repeat when every fact it holds an earlier memory of the session already held;
+stale when it holds no fact and one of its sentences is status or corrected. Writes its section of bench/capture/RESULTS.md.
 """
 from __future__ import annotations
 
@@ -35,6 +38,7 @@ from pathlib import Path
 
 from bench.capture.heldout import HeldOutSession, Question, devmembench, load_questions, load_sessions
 from bench.capture.label_units import session_units
+from subcog_store.extraction.sentences import split_sentences
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
@@ -87,6 +91,18 @@ def trace(memory: str, units: list[Labelled]) -> Labelled | None:
     return best if score >= MATCH_JACCARD else None
 
 
+def traced(memory: str, units: list[Labelled]) -> list[Labelled]:
+    """The labelled units a stored memory comes from: each of its sentences traced on its own (a paragraph kept
+    whole holds several), else the memory traced whole; in order, each once."""
+    out: list[Labelled] = []
+    for piece in split_sentences(memory):
+        u = trace(piece, units)
+        if u is not None and not any(u is o for o in out):
+            out.append(u)
+    whole = trace(memory, units) if not out else None
+    return [whole] if whole is not None else out
+
+
 @dataclass
 class Figures:
     stored: int = 0
@@ -131,17 +147,18 @@ def evaluate(result: dict, sessions: list[HeldOutSession], questions: list[Quest
         found, seen = set(), set()
         for m in by_session.get(s.name, []):
             f.stored += 1
-            u = trace(m["content"], units)
-            if u is None:
+            us = traced(m["content"], units)
+            if not us:
                 f.unmatched += 1
                 continue
             current = m["status"] == "active" and not m.get("successor_id")
-            if u.label == 1:
+            held = {u.fact for u in us if u.label == 1}
+            if held:
                 f.facts_stored += 1
-                f.repeated += u.fact in seen
-                seen.add(u.fact)
-                found.add(u.fact)
-            elif u.stale and current:
+                f.repeated += held <= seen
+                seen |= held
+                found |= held
+            elif any(u.stale for u in us) and current:
                 f.stale += 1
         f.facts += len(facts)
         f.facts_found += len(found & facts)
