@@ -107,6 +107,37 @@ def test_list_items_are_stored_with_their_lead_in():
                                      "variable wins."
 
 
+def test_the_kept_sentences_of_one_paragraph_are_one_candidate():
+    body = ("The root cause is that the upload worker reads S3_BUCKET_URL at import time, before the settings "
+            "module loads the .env file. This is why the worker only fails when it starts before the API.\n\n"
+            "Decision: the deploy job pins the worker image to the API image's digest, because the two must ship "
+            "together.")
+    got = texts_of(extract_candidates([text(body)], min_confidence=0.0))
+    assert len(got) == 2, got
+    assert "import time" in got[0] and "This is why" in got[0] and "digest" in got[1]
+
+
+@needs_train
+def test_a_training_session_gives_one_candidate_per_paragraph_and_loses_no_kept_sentence():
+    """ohmyposh-issue5992-investigation.jsonl (training): every sentence the extractor keeps is in exactly one
+    candidate, and the candidates of one record never come from the same paragraph twice; list items stay one a
+    candidate."""
+    texts = read_assistant_texts(TRAIN / "ohmyposh-issue5992-investigation.jsonl", include_user=True).texts
+    scorer = load_scorer()
+    kept = [v for v in judge(texts, scorer, scorer.threshold) if v.keep]
+    cands = extract_candidates(texts)
+    paragraphs = defaultdict(list)
+    for v in kept:
+        holders = [c for c in cands if v.text in c.text and c.source_uuid == texts[v.source].uuid]
+        assert holders, v.text
+        if v.unit is not None and v.unit.kind == "para" and v.kind != "user" and v.why != "intent":
+            paragraphs[(v.source, v.unit.block)].append(v)
+    merged = [group for group in paragraphs.values() if len(group) > 1]
+    assert merged and len(cands) == len(kept) - sum(len(g) - 1 for g in merged)
+    items = [v for v in kept if v.unit is not None and v.unit.kind == "item"]
+    assert items and all(any(c.text == v.text for c in cands) for v in items)
+
+
 def test_min_confidence_is_a_probability_floor():
     body = ("The revoke endpoint returns 204 No Content and customInstance calls response.json() on the empty body.\n\n"
             "Gotcha: the CI runner has a case-insensitive filesystem.\n\nNow let me run the tests again.")

@@ -361,7 +361,7 @@ def test_the_prompt_hook_offers_the_sessions_text_below_a_memory_that_leaves_roo
     capture(db, transcript(tmp_path, [
         ("user", "hmm the nightly export job keeps dying, any idea?"),
         ("assistant", "Decision: the nightly export streams the zip archive to disk instead of building it in "
-                      "memory, because the box only has 512 MB. Before the change the export peaked at about "
+                      "memory, because the box only has 512 MB.\n\nBefore the change the export peaked at about "
                       "900 MB of memory while zipping, so the kernel killed it."),
     ]))
     peak = [m["id"] for m in memories(db) if "900 MB" in m["content"]]

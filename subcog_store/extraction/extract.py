@@ -5,7 +5,8 @@ and list lead-in). By source:
 - assistant text: each unit judged by the learned scorer (`scorer.Scorer`, weights loaded once per process); kept
   when P(lasting fact) reaches the threshold, or when it carries an explicit signal (`signals.signal_of`), or when
   it is the fact inside an intention (`signals.intent_fact`, stored without the "I need to"), or when it is a list
-  item whose siblings under the same lead-in were kept (SIBLING_SHARE of them, and its own P at SIBLING_FLOOR);
+  item whose siblings under the same lead-in were kept (SIBLING_SHARE of them, and its own P at SIBLING_FLOOR); the
+  kept sentences of one paragraph (of the assistant's text or a summary) are one candidate (`_one_per_paragraph`);
 - what the user typed: the choices, rules and preferences it states (`user_words.user_fact`), rewritten to stand
   alone; a preference about how the developer works goes to the user scope;
 - a compaction summary: the lines of its lasting-facts section (`summary.facts_section`) when it has one, else
@@ -246,16 +247,37 @@ def judge(texts: Iterable[AssistantText | str], scorer: Scorer, threshold: float
 
 
 def extract_with(texts: Iterable[AssistantText | str], scorer: Scorer, threshold: float) -> list[Candidate]:
-    """Candidates from `texts` judged by `scorer` at `threshold` (the benchmark passes its per-fold scorers)."""
+    """Candidates from `texts` judged by `scorer` at `threshold` (the benchmark passes its per-fold scorers); the
+    kept sentences of one paragraph are one candidate (`_one_per_paragraph`)."""
     texts = list(texts)
     out = []
-    for v in judge(texts, scorer, threshold):
-        if v.keep:
-            t = texts[v.source]
-            uuid, offset, start = (None, 0, 0) if isinstance(t, str) else (t.uuid, t.offset, t.char_start)
-            out.append(Candidate(v.text, v.namespace, v.confidence, uuid, offset, v.redacted, start + v.start,
-                                 v.scope))
+    for group in _one_per_paragraph([v for v in judge(texts, scorer, threshold) if v.keep]):
+        v = max(group, key=lambda g: g.confidence)
+        t = texts[v.source]
+        uuid, offset, start = (None, 0, 0) if isinstance(t, str) else (t.uuid, t.offset, t.char_start)
+        out.append(Candidate(" ".join(g.text for g in group), v.namespace, v.confidence, uuid, offset,
+                             sum(g.redacted for g in group), start + group[0].start, v.scope))
     return out
+
+
+def _one_per_paragraph(kept: list[Verdict]) -> list[list[Verdict]]:
+    """Kept verdicts in order, those of one paragraph of the assistant's text or a summary together: a paragraph
+    makes one point, and its sentences told apart are restatements of it ("The repo is large ..." / "Because it's a
+    direct relay, ...") or lean on each other ("This is why ..."). List items, the user's words and facts-section
+    lines stay one a candidate; a group stops short of MAX_CHARS."""
+    groups: list[list[Verdict]] = []
+    for v in kept:
+        last = groups[-1][-1] if groups else None
+        if last is not None and _paragraph(v) and _paragraph(last) and (last.source, last.unit.block) == \
+                (v.source, v.unit.block) and sum(len(g.text) + 1 for g in groups[-1]) + len(v.text) <= MAX_CHARS:
+            groups[-1].append(v)
+        else:
+            groups.append([v])
+    return groups
+
+
+def _paragraph(v: Verdict) -> bool:
+    return v.unit is not None and v.unit.kind == "para" and v.kind in ("assistant", "summary") and v.why != "intent"
 
 
 def extract_candidates(texts: Iterable[AssistantText | str], *, min_confidence: float | None = None
