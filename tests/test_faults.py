@@ -22,7 +22,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from conftest import _contract_checker, clean_environ, cli_command
+from conftest import _contract_checker, clean_environ, cli_command, shared_path
 from helpers import NO_WORKER, cli_in_process, run_cli
 
 REPO = Path(__file__).resolve().parents[1]
@@ -274,7 +274,89 @@ def test_a_run_extracts_only_as_far_as_it_captures(tmp_path, monkeypatch):
     run = pre_compact(json.dumps(payload(path)).encode(), options)
     assert run.truncated and MIN_CAPTURES <= len(run.captured) < 100
     assert groups == [(0, 0)]               # the second group was never extracted
-    assert resume_point(db)[0] == 0 and 0 < resume_point(db)[1] < EXTRACT_CHARS   # the next run goes on inside it
+    offset, chars, done = resume_point(db)   # the next run goes on inside the group: at a piece, past its done
+    assert offset == 0 and chars < EXTRACT_CHARS and (chars, done) > (0, 0)
+
+
+def lead_in_lists(sections: int) -> str:
+    """A record of lists under lead-ins: each item is captured with its lead-in ("Decisions for ...: We use ...")."""
+    return "\n\n".join(f"Decisions for the storage layer of service {i}:\n- We use PostgreSQL {i}.{i} for the ledger "
+                       f"because it halves the latency.\n- The cache TTL is {i + 3} minutes so stale reads stay rare."
+                       f"\n- We keep {i + 2} replicas of db-{i} in two zones." for i in range(sections))
+
+
+def captured_over_runs(tmp_path: Path, path: Path, name: str, clock, budget: float, runs: int,
+                       environ: dict[str, str] = NO_MODEL) -> set[str]:
+    """The active memories of a store the pre-compact hook filled from `path` over successive runs, each with a
+    fresh `clock()`, until a run finds nothing new (at most `runs`)."""
+    from subcog_store.capture.session import HookOptions
+    from subcog_store.claude_code.handlers import pre_compact
+
+    db, raw = tmp_path / f"{name}.db", json.dumps(payload(path)).encode()
+    for _ in range(runs):
+        run = pre_compact(raw, HookOptions(db, budget_secs=budget, clock=clock(),
+                                           environ={**environ, "SUBCOG_HOOK_LOG": str(tmp_path / "hook.log")}))
+        assert not run.errors or run.truncated, run.errors
+        if not run.truncated:
+            con = apsw.Connection(str(db))
+            try:
+                return {c for c, in con.execute("select content from memories where status = 'active'")}
+            finally:
+                con.close()
+    raise AssertionError(f"{name}: not done in {runs} runs")
+
+
+@pytest.mark.parametrize("minimum", [2, 5])
+def test_the_same_record_gives_the_same_memories_however_its_runs_are_split(tmp_path, monkeypatch, minimum):
+    """29.10: whether a fact is kept must not depend on where the runs stopped (in process a run's budget counts
+    its start-up, through the worker it does not; the load decides the rest). A busy clock splits the record into
+    runs of `minimum` candidates; one run with time to spare takes it whole. A run that stopped inside a record
+    went on from the stopped candidate's paragraph and extracted it without what precedes it: list items lost
+    their lead-in and were stored as other texts (and the pieces after it were cut elsewhere)."""
+    from conftest import FakeClock
+    from subcog_store.capture import session
+
+    for key in [k for k in os.environ if k.startswith("SUBCOG_")]:
+        monkeypatch.delenv(key)
+    path = tmp_path / "lists.jsonl"
+    path.write_bytes(assistant(lead_in_lists(12)))
+    whole = captured_over_runs(tmp_path, path, "whole", lambda: FakeClock(time.monotonic()), 600.0, 2)
+    monkeypatch.setattr(session, "MIN_CAPTURES", minimum)
+    split = captured_over_runs(tmp_path, path, "split", BusyClock, 2.0, 36 // minimum + 2)
+    assert len(whole) >= 12 and all(text.startswith("Decisions for the storage layer") for text in whole)
+    assert split == whole
+
+
+def busy_from_now() -> BusyClock:
+    """A busy clock that starts now: the transcript reader (on the real clock) reads the whole file, the capture
+    (on this one) stops at its minimum."""
+    clock = BusyClock()
+    clock.now = time.monotonic()
+    return clock
+
+
+REAL_SESSION = shared_path() / "samples" / "real" / "train" / "cctrace-session-import-investigation.jsonl"
+
+
+@pytest.mark.skipif(not REAL_SESSION.is_file(), reason="../shared not present")
+def test_a_real_session_gives_the_same_memories_however_its_runs_are_split(tmp_path, monkeypatch):
+    """29.10 with the model, on a real session (train set): one run with time to spare and runs of eight
+    candidates (a busy clock) store the same memories: the same candidates, and the repeats within a run (found
+    among the run's own candidates) are the repeats the store finds across runs. Before the fix the split runs
+    stored two other texts in place of two of the whole run's."""
+    import shutil
+
+    from conftest import FakeClock
+    from subcog_store.capture import session
+
+    for key in [k for k in os.environ if k.startswith("SUBCOG_")]:
+        monkeypatch.delenv(key)
+    path = tmp_path / "session.jsonl"
+    shutil.copyfile(REAL_SESSION, path)
+    whole = captured_over_runs(tmp_path, path, "whole", lambda: FakeClock(time.monotonic()), 600.0, 2, {})
+    monkeypatch.setattr(session, "MIN_CAPTURES", 8)
+    split = captured_over_runs(tmp_path, path, "split", busy_from_now, 2.0, 100, {})
+    assert len(whole) >= 10 and split == whole
 
 
 def test_the_minimum_of_work_ends_well_before_the_clients_timeout():

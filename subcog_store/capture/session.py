@@ -23,6 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from subcog_store.capture import pending as hook_pending
+from subcog_store.capture.resume import parts_of, read_before, resume_at, skip_done
 from subcog_store.capture.run import HookOptions, Run, Source, new_run
 from subcog_store.capture.session_text import keep_text_of_run
 from subcog_store.clock import iso
@@ -187,7 +188,7 @@ def _capture_transcript(run: Run, options: HookOptions, deadline: float, limit: 
         keep_to_budget(store, deadline, clock=options.clock)
         left = [] if redo else hook_pending.to_redo(store, options.budget_secs, run.transcript_path)
         # the sessions' text is stored here, embedded later off the hook's path (capture/session_text.py)
-        keep_text_of_run(store.core, options.domain, run.session_id, _read_before(parts, resume))
+        keep_text_of_run(store.core, options.domain, run.session_id, read_before(parts, resume))
         keep_to_budget(store, deadline, grace=SAVE_GRACE_SECS, clock=options.clock)
         try:
             _save(store, run, session_key, resume if resume.after(at) else None, pending if run.truncated else None)
@@ -214,13 +215,14 @@ def _extract_and_capture(run: Run, store, parts: list, at: Resume, options: Hook
             return Resume(group[0].offset, group[0].char_start)
         candidates = extract_candidates(group, min_confidence=options.min_confidence)
         extract_secs = options.clock() - now
-        candidates, skipped = _skip_done(candidates, at) if n == 0 else (candidates, 0)
+        keys = parts_of(candidates, group)
+        candidates, keys, skipped = skip_done(candidates, keys, at) if n == 0 else (candidates, keys, 0)
         run.redacted += sum(c.redacted for c in candidates)
         stopped = _capture_all(run, store, candidates, options, deadline, max(MIN_CAPTURES - handled, 0), limit,
                                at_least=int(n == 0))
         if stopped is not None:
             run.truncated = True
-            return _resume_at(candidates, stopped, at, skipped)
+            return resume_at(candidates, keys, stopped, at, skipped)
         handled += len(candidates)
     return None
 
@@ -230,44 +232,6 @@ def _cite(store, run: Run, options: HookOptions, deadline: float) -> None:
     if run.stored and not options.dry_run:
         from subcog_store.code.record import cite_new   # here: the code index loads only when a memory was stored
         cite_new(store.core, run.stored, options.cwd, options.domain, deadline - options.clock())
-
-
-def _skip_done(candidates: list, at: Resume) -> tuple[list, int]:
-    """The candidates without those of the resumed piece the last run handled (`at.done` of them, the last one's
-    fingerprint `at.mark`); when the piece no longer gives the same ones, all of them (the duplicate check keeps
-    what was stored from being stored twice). Returns the candidates and how many were left out."""
-    if not at.done:
-        return candidates, 0
-    here = [i for i, c in enumerate(candidates) if (c.offset, c.char_start) == (at.offset, at.chars)]
-    if len(here) < at.done or fingerprint(candidates[here[at.done - 1]].text) != at.mark:
-        log.info("resume mark not found: the piece is read again whole")
-        return candidates, 0
-    left_out = set(here[:at.done])
-    return [c for i, c in enumerate(candidates) if i not in left_out], at.done
-
-
-def _resume_at(candidates: list, stopped: int, at: Resume, skipped: int) -> Resume:
-    """Where to go on from the first candidate not handled (`stopped`): its piece, and how many of that piece's
-    candidates are handled (those left out as done before this run included)."""
-    first = candidates[stopped]
-    piece = (first.offset, first.char_start)
-    handled = [c for c in candidates[:stopped] if (c.offset, c.char_start) == piece]
-    before = skipped if piece == (at.offset, at.chars) else 0
-    if not handled and not before:
-        return Resume(*piece)
-    mark = fingerprint(handled[-1].text) if handled else at.mark
-    return Resume(*piece, before + len(handled), mark)
-
-
-def _read_before(parts: list, resume: Resume) -> list:
-    """The parts of the texts read that lie before where the next run resumes (what this run is done with)."""
-    out = []
-    for part in parts:
-        if (part.offset, part.char_start) >= resume[:2]:
-            break
-        end = resume[1] - part.char_start if part.offset == resume[0] else len(part.text)
-        out.append(part if end >= len(part.text) else replace(part, text=part.text[:end]))
-    return out
 
 
 def _groups(parts: list) -> list[list]:
