@@ -88,7 +88,8 @@ def write_results(runs: list[list], baseline: list[list], cost: str | None, args
     lines = [BEGIN, "", "## Issue 29's faults (`python -m bench.faults`)", "",
              f"Each case injected as it was found (see `bench/faults.py`), {args.repeat} run(s) in a row with "
              f"{args.burners} CPU-bound processes beside them (plus the rest of the machine's load). Columns: "
-             "trials; answered within budget (the client's timeouts: 10 s SessionStart, 5 s UserPromptSubmit; a "
+             "trials; answered within budget (the client's timeouts: 10 s SessionStart, 5 s UserPromptSubmit, 30 s "
+             "a capture hook, which must also handle its minimum of work; a "
              "tool or command answered at all); lost (an answer without its content, a memory acknowledged or "
              "due and missing, a request without an answer); twice (a fact stored twice); errors (a wrong exit "
              "code, output the client rejects, a write into a damaged file, an exception). Target: trials = "
@@ -126,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--loop-secs", type=float, default=60.0, help="how long the eight writers loop (case 5)")
     parser.add_argument("--with-22", action="store_true", help="also items 8 and 10 (issue 22's): " +
                         ", ".join(ISSUE_22_CASES))
+    parser.add_argument("--case-minutes", type=float, default=40.0, help="case 8 stops after this long (default 40)")
     parser.add_argument("--cost", action="store_true", help="also measure item 5's re-check on the capture path")
     parser.add_argument("--baseline", metavar="TREE", help="first run every case once against another checkout "
                         "with its own .venv (e.g. the commit before the fixes, in a `git worktree add --detach`)")
