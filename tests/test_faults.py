@@ -530,6 +530,44 @@ def test_past_the_deadline_the_minimum_embeds_in_short_steps_and_stops_at_the_li
     assert [o.handled for o in outcomes] == [True] + [False] * 49
 
 
+class SlowStartEmbedder(RecordingEmbedder):
+    """The real model whose start-up takes `secs` by `clock` (on a loaded machine: seconds of wall clock)."""
+
+    def __init__(self, real, clock: "FakeClock", secs: float) -> None:
+        super().__init__(real)
+        self.clock, self.secs, self.started = clock, secs, False
+
+    @property
+    def loaded(self) -> bool:
+        return self.started
+
+    def load(self) -> None:
+        if not self.started:
+            self.clock.advance(self.secs)
+            self.started = True
+
+    def embed_batch(self, texts):
+        self.load()
+        return super().embed_batch(texts)
+
+
+def test_a_model_start_up_that_eats_the_time_left_is_followed_by_the_minimum_only(tmp_path, embedder):
+    """29.8 under load (a run at 5% of a core: the model's start-up took 15 s of wall clock): the chunk to embed
+    is sized once the model is up, not before. It was sized before: 32 texts embedded (10 s more) while the run,
+    past its limit by then, could handle one; the run ended past the client's timeout."""
+    from conftest import FakeClock
+    from subcog_store.dedup.in_batch import EMBED_CHUNK, capture_many
+    from subcog_store.store import CaptureRequest, Store
+
+    clock = FakeClock(0.0)
+    slow = SlowStartEmbedder(embedder, clock, secs=30.0)
+    with Store(tmp_path / "s.db", embedder=slow, environ={}) as store:
+        outcomes = capture_many(store.core, [CaptureRequest(decision(i), "decisions") for i in range(2 * EMBED_CHUNK)],
+                                deadline=20.0, minimum=32, limit=25.0, at_least=1, clock=clock)
+    assert [o.handled for o in outcomes] == [True] + [False] * (2 * EMBED_CHUNK - 1)
+    assert slow.calls == [1]
+
+
 # ------------------------------------------------------------------------------------------------ 3. full disk
 @pytest.fixture
 def tmpfs(tmp_path):

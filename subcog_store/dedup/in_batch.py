@@ -46,7 +46,8 @@ def capture_many(core: Core, requests: Sequence[CaptureRequest], *, deadline: fl
     the batch are skipped and logged unless `dedupe_batch` is False (then each text meets only the store, in
     order). Stops cleanly at `deadline` (`clock()` seconds) once `minimum` requests are handled (a minimum of
     work), and at `limit` (None: none) even short of it once `at_least` are: later requests come back with
-    `handled=False`. Past the deadline only texts the minimum still needs are embedded, LATE_CHUNK at a time."""
+    `handled=False`. Past the deadline only texts the minimum still needs are embedded, LATE_CHUNK at a time; the
+    model is loaded before a chunk is sized (its start-up can take the rest of the time)."""
     outcomes = [Outcome(i) for i in range(len(requests))]
     for outcome, item in zip(outcomes, prepare_all(requests)):
         if isinstance(item, InvalidInput):
@@ -69,6 +70,9 @@ def capture_many(core: Core, requests: Sequence[CaptureRequest], *, deadline: fl
 
     start = 0
     while start < len(outcomes):   # embed a chunk, then capture it: progress comes in chunks
+        if not stop() and not core.vectors.loaded and \
+                any(_wants_vector(core, o) for o in outcomes[start:start + EMBED_CHUNK]):
+            core.vectors.embedder   # the model's start-up first (seconds on a busy machine): the chunk is sized after
         chunk = outcomes[start:start + (EMBED_CHUNK if due() is None else LATE_CHUNK)]
         start += len(chunk)
         if not stop():
