@@ -22,8 +22,11 @@ models/.verified: $(STAMP) models/manifest.json
 
 models: models/.verified
 
+# Tests in parallel processes, one a core up to 4 (a test mostly waits for the hook, CLI or worker process it
+# starts); `make test TEST_WORKERS=0` runs them in this process, one after the other.
+TEST_WORKERS ?= auto
 test: setup
-	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=25
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=25 -n $(TEST_WORKERS) --maxprocesses 4
 
 demo: setup
 	$(BIN)/python -m subcog_store.demo
