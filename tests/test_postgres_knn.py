@@ -6,19 +6,9 @@ import numpy as np
 import pytest
 
 from subcog_store.postgres import knn
-from subcog_store.postgres.connection import connect
-from subcog_store.postgres.vectors import register
-from tests.test_postgres_concurrency import FLOOR, add, add_many, brute_force, unit
+from tests.test_postgres_concurrency import FLOOR, add, add_many, brute_force, pg, unit  # noqa: F401 (pg: a fixture)
 
 psycopg = pytest.importorskip("psycopg")
-
-
-@pytest.fixture
-def pg(pg_url):
-    con = connect(pg_url)
-    register(con)
-    yield con
-    con.close()
 
 
 def near(anchor: np.ndarray, cosine: float, rng: np.random.Generator) -> np.ndarray:
