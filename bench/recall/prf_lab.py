@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.recall import sets
-from bench.recall.scale_lab import OUT, filler, inverted
+from bench.recall.scale_lab import OUT, filler, inverted, word_weights
 
 SIZES = (0, 200, 10_000)
 
@@ -63,11 +63,7 @@ def build_rows() -> list[Row]:
             words = list(dict.fromkeys(terms(content_of(q.query))))
             for size in SIZES:
                 total = len(mems) + size
-                weights = {}
-                for w in words:
-                    fd = fdocs.get(w)
-                    df = sum(1 for d in docs if w in d) + (int(np.searchsorted(fd, size)) if fd is not None else 0)
-                    weights[w] = math.log((total + 1) / (df + 0.5))
+                weights = word_weights(words, docs, fdocs, size)
                 wsum = sum(weights.values())
                 cov = np.zeros(total)
                 if wsum:

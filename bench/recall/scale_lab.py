@@ -80,6 +80,18 @@ def inverted(docs: list[list[str]]) -> dict[str, np.ndarray]:
     return {w: np.asarray(ix, dtype=np.int64) for w, ix in index.items()}
 
 
+def word_weights(words: list[str], docs: list[set[str]], fdocs: dict[str, np.ndarray], size: int
+                 ) -> dict[str, float]:
+    """Each prompt word's IDF over the project's memories plus the first `size` filler memories."""
+    total = len(docs) + size
+    weights = {}
+    for w in words:
+        fd = fdocs.get(w)
+        df = sum(1 for d in docs if w in d) + (int(np.searchsorted(fd, size)) if fd is not None else 0)
+        weights[w] = math.log((total + 1) / (df + 0.5))
+    return weights
+
+
 def build_cases(sizes: tuple[int, ...]) -> list[Case]:
     from subcog_store.model.embedder import Embedder
     from subcog_store.recall.query import content_of, terms
@@ -110,11 +122,7 @@ def build_cases(sizes: tuple[int, ...]) -> list[Case]:
             for size in sizes:
                 fcos = fcos_all[:size]
                 total = len(mems) + size
-                weights = {}
-                for w in words:
-                    fd = fdocs.get(w)
-                    df = sum(1 for d in docs if w in d) + (int(np.searchsorted(fd, size)) if fd is not None else 0)
-                    weights[w] = math.log((total + 1) / (df + 0.5))
+                weights = word_weights(words, docs, fdocs, size)
                 wsum = sum(weights.values())
                 own_cov = np.array([sum(v for w, v in weights.items() if w in d) / wsum if wsum else 0.0
                                     for d in docs])
