@@ -75,8 +75,7 @@ def nearest(con: apsw.Connection, vector: "np.ndarray", namespace: str, domain: 
     The Hamming bound also bounds the scan: vec0 keeps only rows within it, and the cost of its top-k
     selection grows with k times the rows kept (k=256 over 10k unbounded rows: 6 ms; bounded: 0.4 ms).
 
-    On PostgreSQL: the scope's sketches scanned for a provable bound, the rows that pass re-scored exactly
-    (`postgres/knn.py`), "sketch scan"."""
+    On PostgreSQL: every vector of the scope compared exactly (`postgres/knn.py`), "exact scan"."""
     if is_postgres_connection(con):
         found, how = pg_knn.nearest(con.raw, vector, namespace, domain, k, floor)
         return [Hit(*hit) for hit in found], how
