@@ -16,7 +16,11 @@ captures per second; SQLite first, then PostgreSQL, with the same pool and seed.
 over K domains (teammates' projects; a group's texts in one), and `postgresql-store-lock` is PostgreSQL with
 every writer taking the store's one lock (the baseline of the per-scope locks), `--rounds` alternating them.
 
-    nice -n 10 python -m bench.bench_pg_store [--sizes 10000] [--calls 200] [--writers 8] [--seconds 120]
+`--cache`: the scope's sign bits in memory where the warm worker and the MCP server keep them (db/bitcache.py,
+its thresholds: SQLite from 50k, PostgreSQL from 5k), and PostgreSQL's exact scan beside them ("postgresql-scan":
+a hook without the worker; checks only, on the same database), the three alternating call by call.
+
+    nice -n 10 python -m bench.bench_pg_store [--sizes 10000] [--calls 200] [--writers 8] [--seconds 120] [--cache]
 """
 from __future__ import annotations
 
@@ -85,9 +89,14 @@ OPS = ("check", "capture", "search")
 PARTS = ("check: exact", "check: semantic", "check: recent", "check: the rest")
 
 
-def latency(n: int, corpus, vectors: np.ndarray, qvectors: np.ndarray, server, calls: int, offset: int = 0) -> dict:
+def latency(n: int, corpus, vectors: np.ndarray, qvectors: np.ndarray, server, calls: int, offset: int = 0,
+            cache: bool = False) -> dict:
     """Check, capture and search latency; the checks of queries offset.. (the near neighbours at or above 0.85 of
-    each among the corpus rows, by numpy: how many the check's neighbours hold, per backend)."""
+    each among the corpus rows, by numpy: how many the check's neighbours hold, per backend). `cache`: the scope's
+    sign bits in memory where the warm worker and the MCP server keep them (db/bitcache.py, its thresholds), and
+    PostgreSQL once more without them ("postgresql-scan": a hook run without the worker), the three alternating."""
+    from subcog_store.db import bitcache
+
     matrix = np.ascontiguousarray(vectors[:n])
     lite_path = OUT / f"pg-store-bench-{n}.db"
     build_store(lite_path, corpus.sentences[:n], matrix)
@@ -95,6 +104,13 @@ def latency(n: int, corpus, vectors: np.ndarray, qvectors: np.ndarray, server, c
     pg_build = build_postgres(url, corpus.sentences[:n], matrix, hnsw=False)
     known = {content_hash(t): v for t, v in zip(corpus.queries, qvectors)}
     stores = {"sqlite": _store(lite_path, known), "postgresql": _store(url, known)}
+    if cache:
+        stores["postgresql-scan"] = _store(url, known)
+        bitcache.enable()
+        for backend in ("sqlite", "postgresql"):
+            started = time.perf_counter()
+            if bitcache.warm(stores[backend].con, NAMESPACE, DOMAIN):
+                print(f"{backend}: the scope's sign bits loaded in {time.perf_counter() - started:.1f} s", flush=True)
     half = len(corpus.queries) // 2
     times: dict[str, dict[str, list[float]]] = {op: {b: [] for b in stores} for op in OPS + PARTS}
     knn: dict[str, dict[str, int]] = {b: {} for b in stores}
@@ -104,6 +120,7 @@ def latency(n: int, corpus, vectors: np.ndarray, qvectors: np.ndarray, server, c
             sims = matrix @ qvectors[j]
             top = np.argsort(-sims)[:K]
             for backend, store in stores.items():
+                bitcache.enable(cache and backend != "postgresql-scan")
                 t0 = time.perf_counter()
                 result = store.check_duplicate(corpus.queries[j], NAMESPACE, DOMAIN)
                 times["check"][backend].append((time.perf_counter() - t0) * 1000)
@@ -115,6 +132,8 @@ def latency(n: int, corpus, vectors: np.ndarray, qvectors: np.ndarray, server, c
                 wanted, found = near_neighbours_found(got, sims, top)
                 near[backend][0] += wanted
                 near[backend][1] += found
+                if backend == "postgresql-scan":   # the same database as "postgresql": its captures are repeats
+                    continue
                 t0 = time.perf_counter()
                 store.capture(corpus.queries[half + j], NAMESPACE, DOMAIN)
                 times["capture"][backend].append((time.perf_counter() - t0) * 1000)
@@ -122,6 +141,8 @@ def latency(n: int, corpus, vectors: np.ndarray, qvectors: np.ndarray, server, c
                 store.search(corpus.queries[j], domain=DOMAIN, limit=5)
                 times["search"][backend].append((time.perf_counter() - t0) * 1000)
     finally:
+        bitcache.enable(False)
+        bitcache.clear()
         for store in stores.values():
             store.close()
         server.drop(url)
@@ -263,14 +284,15 @@ def audit(target: str, groups: list[dict], results: list, known: dict, scopes: i
 def report(lat: list[dict], wr: dict, info: dict, args) -> str:
     parts = [f"machine: {json.dumps(info)}", ""]
     if lat:
-        header = ["memories", "op", "SQLite p50 / p95 ms", "PostgreSQL p50 / p95 ms", "ratio p50"]
+        others = [b for b in lat[0]["times"]["check"] if b != "sqlite"]
+        header = ["memories", "op", "SQLite p50 / p95 ms"] + [f"{b} p50 / p95 ms, ratio p50" for b in others]
         rows = []
         for r in lat:
             for op in [op for op in OPS + PARTS if op in r["times"]]:
                 t = r["times"][op]
-                rows.append([f"{r['n']:,}", op, p50_95(t["sqlite"]), p50_95(t["postgresql"]),
-                             f"{np.median(t['postgresql']) / np.median(t['sqlite']):.1f}x"
-                             if np.median(t["sqlite"]) > 0 else "-"])
+                rows.append([f"{r['n']:,}", op, p50_95(t["sqlite"])] + [
+                    p50_95(t[b]) + (f", {np.median(t[b]) / np.median(t['sqlite']):.1f}x"
+                                    if np.median(t["sqlite"]) > 0 else "") if t[b] else "-" for b in others])
         parts += [md_table(header, rows), ""]
         parts += [f"knn paths at {r['n']:,}: {json.dumps(r['knn'])}; PG HNSW build {r['pg_build']['index_build_s']} s; "
                   f"near neighbours >= 0.85 found (of the true top {K}, found/wanted): "
@@ -309,6 +331,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="writer runs, in order, each round: postgresql-store-lock is the baseline of the "
                              "per-scope locks (every writer takes the store's one lock)")
     parser.add_argument("--rounds", type=int, default=1, help="writer runs of each backend, alternating")
+    parser.add_argument("--cache", action="store_true", help="sign bits in memory, as the worker keeps them "
+                        "(and PostgreSQL's exact scan beside them)")
     parser.add_argument("--embedded", type=int, default=10_000,
                         help="corpus sentences with real vectors; beyond them, synthetic ones (see extended)")
     args = parser.parse_args(argv)
@@ -323,7 +347,8 @@ def main(argv: list[str] | None = None) -> int:
     lat, wr = [], {}
     try:
         for n in sizes:
-            lat.append(latency(n, corpus, vectors, qvectors, server, args.calls, args.offset))
+            lat.append(latency(n, corpus, vectors, qvectors, server, args.calls, args.offset,
+                               args.cache))
             print(report(lat[-1:], {}, {}, args), flush=True)
         if args.seconds:
             import tempfile

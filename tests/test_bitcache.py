@@ -1,6 +1,7 @@
 """The in-memory sign bits of db/bitcache.py stay a superset of what each connection sees: the cached KNN answers
 as vec0's does, and as brute force does above the floor, through writes on this and other connections, moves,
-rewritten vectors, rollbacks and a pruned log; it is never used where it cannot be trusted."""
+rewritten vectors, rollbacks and a pruned log; it is never used where it cannot be trusted. On both backends:
+on PostgreSQL the cache stands in for the exact scan of the scope (postgres/knn.py) in long-lived processes."""
 from __future__ import annotations
 
 import random
@@ -15,6 +16,7 @@ import itertools
 
 from tests.test_knn import FLOOR, brute_force, clustered
 
+BOTH_BACKENDS = True
 NOW = "2026-01-02T00:00:00Z"
 _n = itertools.count()
 
@@ -33,12 +35,12 @@ def vector_store(make_store, tiny_embedder):
     return make_store(embedder_=tiny_embedder)
 
 
-def add(con, vectors: np.ndarray) -> list[str]:
+def add(con, vectors: np.ndarray, namespace: str = "decisions") -> list[str]:
     """Insert memories of these vectors (inside the caller's transaction); returns their ids."""
     ids = []
     for vector in vectors:
         memory_id = writer.new_id(con)
-        writer.insert(con, memory_id=memory_id, domain="project", namespace="decisions", content=f"memory {next(_n)}",
+        writer.insert(con, memory_id=memory_id, domain="project", namespace=namespace, content=f"memory {next(_n)}",
                       importance=0.5, tags=[], source=None, session_id=None, created_at=NOW, now=NOW,
                       captured_at=0.0, vector=vector.tobytes())
         ids.append(memory_id)
@@ -142,6 +144,7 @@ def test_revisions_taken_again_after_a_rollback_are_not_missed(vector_store, cac
     assert_cached_agrees(con, live, kept)
 
 
+@pytest.mark.sqlite_only("bits_log, SQLite's log (PostgreSQL's: the next test)")
 def test_a_log_pruned_past_the_cache_loads_it_again(vector_store, cache_on) -> None:
     """More than the log keeps was written since the cache last looked: it is dropped and loaded again."""
     con = vector_store.con
@@ -159,6 +162,48 @@ def test_a_log_pruned_past_the_cache_loads_it_again(vector_store, cache_on) -> N
     assert answer(con, kept[0])[1].startswith("cached ") is False   # dropped: vec0 answers while it loads
     assert bitcache.warm(con, "decisions", "project")
     assert_cached_agrees(con, live, kept)
+
+
+def test_a_postgresql_log_pruned_past_the_cache_loads_it_again(tiny_embedder, pg_url, cache_on) -> None:
+    """PostgreSQL's vector_log keeps each scope's last 16,384 revisions: more were taken since the cache last
+    looked (the sequence moved on), so the revision it read last is gone: it is dropped and loaded again."""
+    from subcog_store.store import Store
+
+    store = Store(pg_url, embedder=tiny_embedder, environ={}, fetch_model=False)
+    con = store.con
+    live = fill(con, clustered(100, seed=11))
+    assert bitcache.warm(con, "decisions", "project")
+    con.execute("select setval(pg_get_serial_sequence('vector_log', 'rev'), (max(rev) / 1024 + 20) * 1024 - 1) "
+                "from vector_log")   # the next revision is a multiple of 1,024, 16,384 past the cache's: it prunes
+    kept = clustered(2, seed=12)
+    live.update(fill(con, kept))
+    assert con.execute("select count(*) from vector_log").fetchone()[0] == 2   # the scope's older rows pruned
+    assert answer(con, kept[0])[1].startswith("cached ") is False   # dropped: the exact scan answers meanwhile
+    assert bitcache.warm(con, "decisions", "project")
+    assert_cached_agrees(con, live, kept)
+    store.close()
+
+
+def test_a_scope_written_while_another_commits_first_is_not_missed(tiny_embedder, pg_url, cache_on) -> None:
+    """PostgreSQL: a capture of one scope takes its log revision, and a capture of another scope takes a later one
+    and commits first. The cache reads each scope's own log (in commit order under the scope's lock), so the
+    first capture's vector is found once it commits, though a later revision was read before it."""
+    from subcog_store.store import Store
+
+    store = Store(pg_url, embedder=tiny_embedder, environ={}, fetch_model=False)
+    con, slow, quick = store.con, connect(pg_url), connect(pg_url)
+    live = fill(con, clustered(100, seed=17))
+    assert bitcache.warm(con, "decisions", "project")
+    late, other = clustered(2, seed=18)
+    with immediate(slow, ("project", "decisions")):
+        [late_id] = add(slow, late[None])                           # revision r, not committed yet
+        with immediate(quick, ("project", "patterns")):
+            add(quick, other[None], namespace="patterns")           # revision r + 1, committed first
+        assert_cached_agrees(con, live, [late])
+    live[late_id] = late
+    assert_cached_agrees(con, live, [late])                        # r committed: found
+    assert answer(con, late)[0][0][0] == late_id
+    slow.close(), quick.close(), store.close()
 
 
 def other_scope_pruned(con) -> bool:
@@ -179,6 +224,7 @@ def test_small_scopes_and_one_shot_processes_keep_no_cache(vector_store, monkeyp
         bitcache.clear()
 
 
+@pytest.mark.sqlite_only("a SQLite file of version 10")
 def test_a_store_the_cache_cannot_read_falls_back_to_vec0(tmp_path, cache_on) -> None:
     """A store of version 10 opened without migrating (read-only) has no bits_log: vec0 answers, nothing raised."""
     from subcog_store.db import connection as db
@@ -190,6 +236,7 @@ def test_a_store_the_cache_cannot_read_falls_back_to_vec0(tmp_path, cache_on) ->
     con.close()
 
 
+@pytest.mark.sqlite_only("store files")
 def test_another_store_file_at_the_same_path_is_not_taken_for_the_cached_one(make_store, tiny_embedder, tmp_path,
                                                                              cache_on) -> None:
     """The store is deleted and made again at the same path, with more revisions than the cache had read."""

@@ -312,3 +312,23 @@ def test_the_server_starts_without_a_usable_database() -> None:
     finally:
         proc.stdin.close()
         assert proc.wait(30) == 0
+
+
+def test_a_postgresql_server_that_ends_the_connection_costs_one_call(pg_server, pg_url, embedder,
+                                                                     tmp_path: Path) -> None:
+    """A restart (here: the server ends the MCP server's connection): the call that meets it is a tool error in
+    words, nothing half-written; the next call opens the store anew and works, without restarting the server."""
+    import psycopg
+
+    with Store(pg_url, embedder=embedder, environ={}):
+        pass
+    tools = Tools(pg_url, cwd=str(tmp_path), environ={})
+    assert tools.call("remember", {"content": REDIS, "namespace": "decisions"}).startswith("stored ")
+    with psycopg.connect(pg_server.url, autocommit=True) as admin:
+        admin.execute("select pg_terminate_backend(%s)", (tools.store.con.raw.info.backend_pid,))
+    with pytest.raises(ToolError, match="connection to the server was lost"):
+        tools.call("remember", {"content": POOL, "namespace": "decisions"})
+    assert tools.call("remember", {"content": POOL, "namespace": "decisions"}).startswith("stored ")
+    found = tools.call("search", {"query": "PgBouncer transaction mode", "limit": 5})
+    assert found.startswith("2 memories") and found.count("PgBouncer") == 1
+    tools.close()

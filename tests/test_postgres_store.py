@@ -24,11 +24,11 @@ A = "We decided to use PostgreSQL 16 with pgvector as the team's shared memory s
 REWORDED = "We chose PostgreSQL 16 with pgvector as the team's shared memory store."
 OTHER = "The frontend team prefers React with TypeScript for all new user interface work."
 SECRET = "hunter2-Sup3rS3cret"
-# Queries PostgreSQL never runs: SQLite's own file, migrations and the sign-bit cache (db/bitcache.py, off on
-# PostgreSQL, whose candidates come from the sketch scan of postgres/knn.py).
+# Queries PostgreSQL never runs: SQLite's own file, migrations, vec0's candidates and the sign-bit cache's log
+# (db/bitcache.py reads PostgreSQL's vector_log with queries of its own).
 SQLITE_ONLY = {"create_migrations_table", "record_migration", "count_schema_objects", "vacuum",
-               "checkpoint_truncate", "quick_check", "find_semantic_candidates", "rescore_candidates", "sign_bits",
-               "bits_log_newest", "bits_log_entry", "bits_since", "scope_bits", "scope_size", "salvage_memories",
+               "checkpoint_truncate", "quick_check", "find_semantic_candidates", "sign_bits",
+               "bits_log_newest", "bits_log_entry", "bits_since", "scope_bits", "salvage_memories",
                "salvage_memory"}
 # The sessions' text (db/session_text.py) is kept and searched in SQLite stores only for now (FTS5 and vec0).
 SQLITE_ONLY |= {name for name in queries() if "session_text" in name or name == "session_term_document_counts"}
@@ -155,6 +155,87 @@ def test_a_hook_on_a_silent_server_gives_up_within_its_budget(event, payload, tm
     assert allowed, log.read_text()
     # CONNECT_SHARE of what is left of the budget when the store opens (the budget counts the process's start-up)
     assert MIN_BUDGET_SECS * CONNECT_SHARE <= float(allowed[1]) <= 1.5 * CONNECT_SHARE
+
+
+def _faulty_store(fault: str, pg_server) -> str:
+    """A URL on which opening the store fails as `fault` says (the database left as the fault found it)."""
+    from tests.test_postgres_schema import _role
+
+    from subcog_store.postgres.connection import latest_version
+
+    if fault == "pgvector missing":   # a new database, and a role that may create tables but not the extension
+        url = pg_server.database()
+        member = _role(pg_server, "subcog_cli_member", url, "grant all on database {db} to {role}")
+        with psycopg.connect(url, autocommit=True) as con:
+            con.execute("grant all on schema public to subcog_cli_member")
+        return member
+    url = pg_server.database(migrated=True)
+    if fault == "role without rights":
+        return _role(pg_server, "subcog_cli_stranger", url, "grant connect on database {db} to {role}")
+    with psycopg.connect(url, autocommit=True) as con:   # "newer schema": a later version migrated it
+        con.execute("insert into schema_migrations (version, name) values (%s, 'from_the_future')",
+                    (latest_version() + 1,))
+    return url
+
+
+@pytest.mark.parametrize("fault, words", [
+    ("pgvector missing", "an administrator runs `create extension vector`"),
+    ("role without rights", "this role may not use the store"),
+    ("newer schema", "newer than this subcog-store knows"),
+])
+def test_a_store_that_cannot_be_used_is_exit_4_for_commands_and_exit_0_for_hooks(fault, words, pg_server,
+                                                                                  tmp_path) -> None:
+    """Each fault the issue names at open: a command exits 4 with the cause in words, no traceback; a hook exits
+    0 with valid output and nothing on stderr, the cause in its log; nothing is written to the store."""
+    url = _faulty_store(fault, pg_server)
+    proc = run_cli("capture", "-n", "decisions", A, db=url, env=NO_WORKER, text=True)
+    assert proc.returncode == 4 and words in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    log = tmp_path / "hook.log"
+    env = clean_environ({"SUBCOG_HOOK_LOG": str(log), **NO_WORKER})
+    payload = {"session_id": "s", "cwd": "/x", "transcript_path": str(SAMPLES / "session-a.jsonl"),
+               "hook_event_name": "PreCompact", "trigger": "manual"}
+    hook = run_hook("pre-compact", json.dumps(payload).encode(), db=url, environ=env)
+    assert hook.returncode == 0 and hook.stderr == b"", hook.stderr
+    assert hook_output_problems("PreCompact", hook.stdout.decode()) == []
+    assert words in log.read_text()
+    from subcog_store.postgres.local_server import with_database
+
+    dbname = psycopg.conninfo.conninfo_to_dict(url)["dbname"]
+    with psycopg.connect(with_database(pg_server.url, dbname), autocommit=True) as con:
+        exists = con.execute("select to_regclass('memories')").fetchone()[0]
+        assert exists is None or con.execute("select count(*) from memories").fetchone()[0] == 0
+    pg_server.drop(with_database(pg_server.url, dbname))   # with it, the role's rights on it
+
+
+def test_a_server_restart_mid_capture_is_exit_4_and_nothing_of_it_is_kept(pg_server, monkeypatch, capsys) -> None:
+    """The server ends the connection after the capture wrote its memory and vector, before the rest of its
+    transaction (a restart, a failover): the command exits 4 with the cause in words; no memory, vector, recent
+    row or decision of it is kept; the same capture run again stores it once."""
+    from helpers import cli_in_process
+    from subcog_store.db import memories
+    from subcog_store.postgres.local_server import with_database
+
+    url = pg_server.database(migrated=True)
+    admin_url = with_database(pg_server.url, psycopg.conninfo.conninfo_to_dict(url)["dbname"])
+    insert = memories.insert
+
+    def insert_then_restart(con, **row):
+        insert(con, **row)
+        with psycopg.connect(admin_url, autocommit=True) as admin:
+            admin.execute("select pg_terminate_backend(%s)", (con.raw.info.backend_pid,))
+
+    monkeypatch.setattr(memories, "insert", insert_then_restart)
+    code, _, err = cli_in_process(monkeypatch, capsys, "--db", url, "capture", "-n", "decisions", A)
+    assert code == 4 and "connection to the server was lost" in err and "Traceback" not in err, err
+    counts = "select (select count(*) from memories), (select count(*) from memory_vectors), " \
+             "(select count(*) from recent_captures), (select count(*) from dedup_log)"
+    with psycopg.connect(admin_url, autocommit=True) as con:
+        assert con.execute(counts).fetchone() == (0, 0, 0, 0)
+    monkeypatch.setattr(memories, "insert", insert)
+    code, out, err = cli_in_process(monkeypatch, capsys, "--db", url, "capture", "-n", "decisions", A)
+    assert code == 0, err
+    with psycopg.connect(admin_url, autocommit=True) as con:
+        assert con.execute(counts).fetchone()[:3] == (1, 1, 1)
 
 
 def test_the_connect_timeout_is_found_where_libpq_finds_it(tmp_path) -> None:

@@ -13,6 +13,12 @@ to load again, on a rollback on a connection that brought it up to date (its rev
 when the last log entry it read is gone or another (the log pruned past it, another file at the same path) or a
 connection sees an older log than it has read. One gap is accepted: a reader whose snapshot predates a load
 does not see, among the candidates, a memory deleted between its snapshot and that load.
+
+On PostgreSQL the same cache serves the check that otherwise scans every vector of the scope (postgres/knn.py):
+the sign bits are computed here from the vectors (`sign_bits_of`: one bit per dimension, set when positive, as
+vec0's), loaded for scopes of a PG_SHARE'th of MIN_ROWS or more, and brought up to date from `vector_log` (PG migration 011),
+whose revisions follow commit order within a scope (its writer holds the scope's lock), so a cache reads each
+scope's own log; a rollback gives no revision to another row (a sequence), so no rollback hook is needed.
 """
 from __future__ import annotations
 
@@ -28,9 +34,11 @@ import numpy as np
 from subcog_store.config import process_setting_or_default
 from subcog_store.db.connection import connect, read_snapshot
 from subcog_store.db.sqlfiles import q
+from subcog_store.postgres.adapter import is_postgres_connection
 
 MIN_ROWS = 50_000       # below this vec0's scan is fast enough (8 ms at 100k) and the memory not worth it
                         # (the setting knn_cache_min_rows; its default is this)
+PG_SHARE = 10          # on PostgreSQL a tenth of MIN_ROWS: the scan the cache replaces is exact, ~10x dearer a row
 RECHECK_SECS = 600.0    # a scope found small, or whose load failed, is looked at again after this long
 WORDS = 6               # 384 sign bits as six 64-bit words
 
@@ -107,6 +115,8 @@ class ScopeBits:
         """Bring the cache up to what `con` sees; False when it cannot be and must load again: the entry it read
         last is gone or another (the log was pruned past it, a rollback gave its revision to another row, the
         file was replaced) or `con` sees an older log than the cache has read."""
+        if is_postgres_connection(con):
+            return self._catch_up_postgres(con, namespace, domain)
         with read_snapshot(con):
             newest = con.execute(q("bits_log_newest")).fetchone()[0]
             if self.rev and _entry(con, self.rev) != self.mark:
@@ -117,6 +127,20 @@ class ScopeBits:
                                                                "after": self.rev, "upto": newest}):
                 self.append(seq, bits)
             self.rev, self.mark = newest, _entry(con, newest)
+        return True
+
+    def _catch_up_postgres(self, con, namespace: str, domain: str) -> bool:
+        """The scope's own log from the revision read last (one statement: one snapshot)."""
+        rows = _binary_rows(con, "vectors_since", {"namespace": namespace, "domain": domain, "after": self.rev})
+        if self.rev and (not rows or rows[0][0] != self.rev or tuple(rows[0][1:3]) != self.mark):
+            return False
+        fresh = [(seq, vector) for rev, seq, _, vector in rows if rev > self.rev and vector is not None]
+        if fresh:
+            bits = sign_bits_of(b"".join(vector for _, vector in fresh))
+            for (seq, _), row_bits in zip(fresh, bits):
+                self.append(seq, row_bits.tobytes())
+        if rows:
+            self.rev, self.mark = rows[-1][0], tuple(rows[-1][1:3])
         return True
 
     def hamming(self, query: bytes) -> np.ndarray:
@@ -144,9 +168,9 @@ class ScopeBits:
 
 def lookup(con: apsw.Connection, namespace: str, domain: str) -> ScopeBits | None:
     """The scope's cache brought up to what `con` sees, or None (not enabled, small, loading, or dropped)."""
-    if not _enabled or not con.filename:
+    if not _enabled or not (where := _where(con)):
         return None
-    key = (con.filename, namespace, domain)
+    key = (where, namespace, domain)
     with _lock:
         scope = _scopes.get(key)
         if scope is None or (not scope.ready and scope.retry_at and time.monotonic() > scope.retry_at):
@@ -174,11 +198,31 @@ def warm(con: apsw.Connection, namespace: str, domain: str, timeout: float = 600
     """Start loading the scope's cache and wait until it is ready (benchmarks, tests); False if it is not."""
     deadline = time.monotonic() + timeout
     while lookup(con, namespace, domain) is None:
-        scope = _scopes.get((con.filename, namespace, domain))
+        scope = _scopes.get((_where(con), namespace, domain))
         if time.monotonic() > deadline or (scope is not None and scope.retry_at):
             return False
         time.sleep(0.01)
     return True
+
+
+def sign_bits_of(vectors: bytes) -> np.ndarray:
+    """The sign bits of float32 vectors (384 each, concatenated), one row of 48 bytes each, as vec0 packs them."""
+    matrix = np.frombuffer(vectors, dtype="<f4").reshape(-1, WORDS * 64)
+    return np.packbits(matrix > 0, axis=1, bitorder="little")
+
+
+def _where(con) -> str:
+    """Which store a connection is open on: its file, or its PostgreSQL connection string."""
+    return con.conninfo if is_postgres_connection(con) else con.filename
+
+
+def _binary_rows(con, name: str, params: dict) -> list:
+    """The rows of a PostgreSQL query with vectors read in binary (float32 bytes): a scope's load reads ~1.5 KB a
+    row, which the adapter's text rows would parse float by float."""
+    import psycopg
+
+    cursor = psycopg.Cursor(con.raw)
+    return con.guarded(lambda: cursor.execute(q(name, "postgresql"), params, binary=True).fetchall())
 
 
 def _entry(con: apsw.Connection, rev: int) -> tuple | None:
@@ -188,6 +232,8 @@ def _entry(con: apsw.Connection, rev: int) -> tuple | None:
 
 def _watch(con: apsw.Connection) -> None:
     """A rollback may hand the revisions a cache has read to other rows: drop that file's caches."""
+    if is_postgres_connection(con):   # revisions from a sequence: a rolled-back one is never reused
+        return
     with _lock:
         if con in _watched:
             return
@@ -206,6 +252,15 @@ def _load(key: tuple[str, str, str], scope: ScopeBits) -> None:
         scope.retry_at = time.monotonic() + RECHECK_SECS
         return
     try:
+        if is_postgres_connection(con):
+            loaded = _load_postgres(con, namespace, domain)
+            if loaded is None:
+                scope.retry_at = time.monotonic() + RECHECK_SECS
+                return
+            with scope.lock:
+                scope.fill(*loaded)
+            log.info("bitcache: loaded %d rows in %.2f s", scope.size, time.monotonic() - started)
+            return
         seqs, bits = array("q"), bytearray()
         with read_snapshot(con):
             newest = con.execute(q("bits_log_newest")).fetchone()[0]
@@ -225,3 +280,33 @@ def _load(key: tuple[str, str, str], scope: ScopeBits) -> None:
         scope.retry_at = time.monotonic() + RECHECK_SECS
     finally:
         con.close()
+
+
+def _load_postgres(con, namespace: str, domain: str) -> tuple | None:
+    """A PostgreSQL scope's sign bits, or None when it is small: the scope's newest revision first, then its
+    vectors (a later snapshot, so every vector of a revision up to it is among them; one logged after it too, to
+    be read again on the next catch-up: an extra candidate, never a missing one)."""
+    params = {"namespace": namespace, "domain": domain}
+    if con.execute(q("scope_size"), params).fetchone()[0] < MIN_ROWS // PG_SHARE:
+        return None
+    newest = con.execute(q("vector_log_newest", "postgresql"), params).fetchone()
+    rev, mark = (newest[0], tuple(newest[1:3])) if newest else (0, None)
+    seqs, bits = array("q"), bytearray()
+
+    def read() -> None:
+        import psycopg
+
+        chunk: list[tuple[int, bytes]] = []
+
+        def flush() -> None:
+            seqs.extend(seq for seq, _ in chunk)
+            bits.extend(sign_bits_of(b"".join(vector for _, vector in chunk)).tobytes())
+            chunk.clear()
+        for row in psycopg.Cursor(con.raw).stream(q("scope_vectors", "postgresql"), params, binary=True):
+            chunk.append(row)
+            if len(chunk) == 4096:
+                flush()
+        if chunk:
+            flush()
+    con.guarded(read)
+    return seqs, bits, rev, mark

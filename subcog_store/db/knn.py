@@ -75,14 +75,17 @@ def nearest(con: apsw.Connection, vector: "np.ndarray", namespace: str, domain: 
     The Hamming bound also bounds the scan: vec0 keeps only rows within it, and the cost of its top-k
     selection grows with k times the rows kept (k=256 over 10k unbounded rows: 6 ms; bounded: 0.4 ms).
 
-    On PostgreSQL: every vector of the scope compared exactly (`postgres/knn.py`), "exact scan"."""
-    if is_postgres_connection(con):
-        found, how = pg_knn.nearest(con.raw, vector, namespace, domain, k, floor)
-        return [Hit(*hit) for hit in found], how
+    On PostgreSQL: every vector of the scope compared exactly (`postgres/knn.py`), "exact scan"; or, in a
+    long-lived process with the scope's sign bits in memory, the same passes as here, re-scored by PostgreSQL,
+    with the exact scan as the brute force ("cached complete", ...)."""
     from subcog_store.db import bitcache   # here: it imports numpy, which the exact-tier path never needs
 
-    params = {"embedding": vector.astype("float32").tobytes(), "namespace": namespace, "domain": domain, "k": k}
     cache = bitcache.lookup(con, namespace, domain)
+    if is_postgres_connection(con):
+        if cache is None:
+            found, how = pg_knn.nearest(con.raw, vector, namespace, domain, k, floor)
+            return [Hit(*hit) for hit in found], how
+    params = {"embedding": vector.astype("float32").tobytes(), "namespace": namespace, "domain": domain, "k": k}
     scan = _cached_scan(con, cache, params) if cache else _vec0_scan(con, params)
     prefix = "cached " if cache else ""
     try:
@@ -100,6 +103,9 @@ def nearest(con: apsw.Connection, vector: "np.ndarray", namespace: str, domain: 
     if count < CAP:
         both = {hit.seq: hit for hit in hits + wider}
         return sorted(both.values(), key=lambda hit: -hit.similarity)[:k], prefix + "second pass"
+    if is_postgres_connection(con):
+        found, how = pg_knn.nearest(con.raw, vector, namespace, domain, k, floor)
+        return [Hit(*hit) for hit in found], prefix + how
     return _float_scan(con, params), prefix + "float scan"
 
 
@@ -117,7 +123,12 @@ def _vec0_scan(con: apsw.Connection, params: dict) -> Scan:
 
 def _cached_scan(con: apsw.Connection, cache: "ScopeBits", params: dict) -> Scan:
     """The same from the scope's sign bits in memory: one numpy scan serves both passes."""
-    query = con.execute(q("sign_bits"), params).fetchone()[0]
+    if is_postgres_connection(con):   # no vec0: the cache computed its rows' bits the same way (bitcache.py)
+        from subcog_store.db.bitcache import sign_bits_of
+
+        query = sign_bits_of(params["embedding"])[0].tobytes()
+    else:
+        query = con.execute(q("sign_bits"), params).fetchone()[0]
     distance = cache.hamming(query)
 
     def scan(candidates: int, max_hamming: int) -> tuple[list[Hit], int, int]:

@@ -121,10 +121,15 @@ class Tools:
         """The store, opened on first use and kept; once per call its settings are read again (a change made
         with `update settings` is seen without a restart) and the file at its path is checked to be the one it
         opened: one deleted or replaced since (device and inode) is let go and the path opened anew, never a
-        write into a file nobody will read again."""
+        write into a file nobody will read again. A PostgreSQL connection the server ended (a restart) is opened
+        anew too: the call that met the restart failed with a clear error, the next one works."""
         from subcog_store.db.connection import let_go
         from subcog_store.db.files import file_id
 
+        if self._store is not None and getattr(self._store.con, "lost", False):
+            log.warning("the connection to the store was lost (a server restart?): opening it anew")
+            self._store.close()
+            self._store = None
         if self._store is not None and not self._fresh and file_id(self.db) != self._opened:
             log.warning("the database file %s was deleted or replaced since it was opened: opening it anew",
                         self.db)

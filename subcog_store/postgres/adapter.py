@@ -137,6 +137,12 @@ class PgConnection:
             return PgSqlError(message)
         return PgError(message)
 
+    @property
+    def lost(self) -> bool:
+        """The server ended this connection (a restart, a failover, an administrator): it can only be opened
+        anew."""
+        return bool(self.raw.closed or self.raw.broken)
+
     def getautocommit(self) -> bool:
         """True outside a transaction (as apsw's)."""
         from psycopg.pq import TransactionStatus

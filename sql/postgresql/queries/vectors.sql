@@ -26,3 +26,44 @@ from (
 ) n
 join memories m on m.seq = n.memory_seq
 order by n.similarity desc, n.memory_seq;
+
+-- name: vector_log_newest
+-- A scope's newest committed revision and the memory it logged (seq, id): where a cache's first load starts
+-- (db/bitcache.py). Read before the scope's vectors: each of its revisions up to here is in what they read.
+select l.rev, l.memory_seq, m.id
+from vector_log l
+left join memories m on m.seq = l.memory_seq
+where l.namespace = %(namespace)s and l.domain = %(domain)s
+order by l.rev desc
+limit 1;
+
+-- name: scope_vectors
+-- Every vector of a scope (a cache's first load computes their sign bits).
+select memory_seq, embedding
+from memory_vectors
+where namespace = %(namespace)s and domain = %(domain)s;
+
+-- name: vectors_since
+-- The vectors that entered a scope from revision %(after)s on, in commit order, with the memory each logged (seq,
+-- id): the first row must be the revision the cache read last, the same memory (else the log was pruned past it,
+-- or this is another database), and the rest are new. A vector removed or moved since has none (null).
+select l.rev, l.memory_seq, m.id, v.embedding
+from vector_log l
+left join memories m on m.seq = l.memory_seq
+left join memory_vectors v
+  on v.memory_seq = l.memory_seq and v.namespace = l.namespace and v.domain = l.domain
+where l.namespace = %(namespace)s and l.domain = %(domain)s and l.rev >= %(after)s
+order by l.rev;
+
+-- name: rescore_candidates
+-- Candidates found in a cache of sign bits (a JSON array of memory seqs), re-scored exactly with their vectors;
+-- the cache may hold rows that have since left the scope, so scope and status are checked here.
+select m.id, m.content, -(v.embedding <#> %(embedding)s) as similarity, m.seq
+from memory_vectors v
+join memories m on m.seq = v.memory_seq
+where v.memory_seq in (select value::bigint from jsonb_array_elements_text(%(seqs)s::jsonb) as value)
+  and m.status = 'active'
+  and m.namespace = %(namespace)s
+  and m.domain = %(domain)s
+order by similarity desc, m.seq
+limit %(k)s;
