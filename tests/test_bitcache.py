@@ -206,6 +206,25 @@ def test_a_scope_written_while_another_commits_first_is_not_missed(tiny_embedder
     slow.close(), quick.close(), store.close()
 
 
+def test_hook_connections_with_their_own_connect_timeouts_share_one_cache(tiny_embedder, pg_url, cache_on) -> None:
+    """Each hook the worker runs opens the store with a connect_timeout from its own budget: one cache serves them
+    all (a cache per connection string would load the scope again for every hook and never be ready)."""
+    from subcog_store.postgres.connection import within
+    from subcog_store.store import Store
+
+    store = Store(pg_url, embedder=tiny_embedder, environ={}, fetch_model=False)
+    live = fill(store.con, clustered(100, seed=19))
+    assert bitcache.warm(store.con, "decisions", "project")
+    cached = bitcache.lookup(store.con, "decisions", "project")
+    for seconds in (0.7, 1.3):
+        hook = connect(within(pg_url, seconds))
+        assert bitcache.lookup(hook, "decisions", "project") is cached
+        assert_cached_agrees(hook, live, clustered(2, seed=20))
+        hook.close()
+    assert len(bitcache._scopes) == 1
+    store.close()
+
+
 def other_scope_pruned(con) -> bool:
     return con.execute("select min(rev) from bits_log").fetchone()[0] > 1
 

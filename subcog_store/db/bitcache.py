@@ -27,6 +27,7 @@ import threading
 import time
 import weakref
 from array import array
+from functools import lru_cache
 
 import apsw
 import numpy as np
@@ -175,7 +176,8 @@ def lookup(con: apsw.Connection, namespace: str, domain: str) -> ScopeBits | Non
         scope = _scopes.get(key)
         if scope is None or (not scope.ready and scope.retry_at and time.monotonic() > scope.retry_at):
             scope = _scopes[key] = ScopeBits()
-            threading.Thread(target=_load, args=(key, scope), name="subcog-bitcache", daemon=True).start()
+            threading.Thread(target=_load, args=(key, scope, con.conninfo if is_postgres_connection(con) else where),
+                             name="subcog-bitcache", daemon=True).start()
     if not scope.ready:
         return None
     _watch(con)
@@ -212,8 +214,17 @@ def sign_bits_of(vectors: bytes) -> np.ndarray:
 
 
 def _where(con) -> str:
-    """Which store a connection is open on: its file, or its PostgreSQL connection string."""
-    return con.conninfo if is_postgres_connection(con) else con.filename
+    """Which store a connection is open on: its file, or its PostgreSQL connection string without what does not
+    name the database (a hook's connect_timeout, derived from its budget, differs from run to run)."""
+    return _database_of(con.conninfo) if is_postgres_connection(con) else con.filename
+
+
+@lru_cache(maxsize=64)
+def _database_of(conninfo: str) -> str:
+    from psycopg.conninfo import conninfo_to_dict
+
+    return "postgresql:" + repr(sorted((k, v) for k, v in conninfo_to_dict(conninfo).items()
+                                       if k not in ("connect_timeout", "application_name")))
 
 
 def _binary_rows(con, name: str, params: dict) -> list:
@@ -242,8 +253,8 @@ def _watch(con: apsw.Connection) -> None:
     con.set_rollback_hook(lambda: forget(path))
 
 
-def _load(key: tuple[str, str, str], scope: ScopeBits) -> None:
-    path, namespace, domain = key
+def _load(key: tuple[str, str, str], scope: ScopeBits, path: str) -> None:
+    _, namespace, domain = key
     started = time.monotonic()
     try:
         con = connect(path, readonly=True, migrate=False)
