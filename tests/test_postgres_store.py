@@ -238,6 +238,35 @@ def test_a_server_restart_mid_capture_is_exit_4_and_nothing_of_it_is_kept(pg_ser
         assert con.execute(counts).fetchone()[:3] == (1, 1, 1)
 
 
+def test_a_statement_timeout_the_database_sets_is_exit_4_for_commands_and_exit_0_for_hooks(pg_server,
+                                                                                        tmp_path) -> None:
+    """The administrator set a statement timeout on the database, and a statement runs past it (here: a table
+    locked by maintenance): a command exits 4 saying the server did not answer in time; a hook exits 0 with valid
+    output, the cause in its log; the capture that met it kept nothing."""
+    from subcog_store.postgres.local_server import with_database
+
+    url = pg_server.database(migrated=True)
+    dbname = psycopg.conninfo.conninfo_to_dict(url)["dbname"]
+    admin_url = with_database(pg_server.url, dbname)
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute(f'alter database "{dbname}" set statement_timeout = 300')
+    log = tmp_path / "hook.log"
+    payload = {"session_id": "s", "cwd": "/x", "transcript_path": str(SAMPLES / "session-a.jsonl"),
+               "hook_event_name": "PreCompact", "trigger": "manual"}
+    with psycopg.connect(admin_url) as maintenance:   # holds the lock until the block ends (rolled back)
+        maintenance.execute("lock table memories in access exclusive mode")
+        proc = run_cli("capture", "-n", "decisions", A, db=url, env=NO_WORKER, text=True)
+        hook = run_hook("pre-compact", json.dumps(payload).encode(), db=url,
+                        environ=clean_environ({"SUBCOG_HOOK_LOG": str(log), **NO_WORKER}))
+    assert proc.returncode == 4 and "did not answer in time" in proc.stderr and "Traceback" not in proc.stderr, \
+        proc.stderr
+    assert hook.returncode == 0 and hook.stderr == b"", hook.stderr
+    assert hook_output_problems("PreCompact", hook.stdout.decode()) == []
+    assert "did not answer in time" in log.read_text()
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        assert admin.execute("select count(*) from memories").fetchone()[0] == 0
+
+
 def test_the_connect_timeout_is_found_where_libpq_finds_it(tmp_path) -> None:
     """The string's own connect_timeout, else its service's in the service file, else PGCONNECT_TIMEOUT; a value
     that is not positive is no limit (libpq's meaning) and the next place is asked."""
