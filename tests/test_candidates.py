@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from subcog_store.extraction.extract import (FACTS_CONFIDENCE, SIGNAL_CONFIDENCE, Candidate, extract_candidates, judge,
-                                       load_scorer, signal_of)
+from subcog_store.extraction.extract import (FACTS_CONFIDENCE, LIST_CHARS, SIGNAL_CONFIDENCE, Candidate,
+                                             extract_candidates, judge, load_scorer, signal_of)
 from subcog_store.extraction.scorer import features
 from subcog_store.extraction.sentences import split_units
 from subcog_store.extraction.summary import LASTING_FACTS_HEADING
@@ -92,19 +92,39 @@ def test_todo_counts_only_as_a_marker():
     assert signal_of("We have not decided to use Redis yet for the cache.", {}) is None
 
 
-def test_list_items_are_stored_with_their_lead_in():
+def test_the_items_of_one_list_are_one_candidate_under_their_lead_in():
     body = ("## Root cause\n\nDone. Two problems in the zsh integration:\n\n"
             "1. **`zvm_select_vi_mode`** early-returns when the mode looks unchanged, so the cursor never resets.\n"
             "2. Gotcha: the widget re-enters `recursive-edit` through `$rawfunc`.\n")
     got = texts_of(extract_candidates([body], min_confidence=0.0))
-    assert "Two problems in the zsh integration: zvm_select_vi_mode early-returns when the mode looks unchanged, " \
-           "so the cursor never resets." in got  # lead-in: its last sentence; no markdown left
-    assert "Two problems in the zsh integration: Gotcha: the widget re-enters recursive-edit through $rawfunc." in got
+    assert got[-1] == ("Two problems in the zsh integration:\n"   # lead-in: its last sentence; no markdown left
+                       "- zvm_select_vi_mode early-returns when the mode looks unchanged, so the cursor never resets.\n"
+                       "- Gotcha: the widget re-enters recursive-edit through $rawfunc."), got
     assert not any("**" in t or t.startswith("Done") for t in got)
+    # a single item keeps its lead-in inline
+    one = extract_candidates(["Two problems in the zsh integration:\n\n- The widget re-enters recursive-edit "
+                              "through its raw function."], min_confidence=0.0)
+    assert texts_of(one)[-1] == "Two problems in the zsh integration: The widget re-enters recursive-edit through " \
+                                "its raw function."
+    # a narrated lead-in is dropped, and items without a lead-in stay one a candidate
     narrated = extract_candidates(["Let me check these files:\n- The config loader reads SUBCOG_DB before the XDG "
-                                   "data path, so a stale variable wins."], min_confidence=0.0)
-    assert texts_of(narrated)[-1] == "The config loader reads SUBCOG_DB before the XDG data path, so a stale " \
-                                     "variable wins."
+                                   "data path, so a stale variable wins.\n- The worker reads SUBCOG_WORKER_SOCKET "
+                                   "only at start-up, so a changed socket path needs a restart."],
+                                  min_confidence=0.0)
+    assert texts_of(narrated)[-2:] == [
+        "The config loader reads SUBCOG_DB before the XDG data path, so a stale variable wins.",
+        "The worker reads SUBCOG_WORKER_SOCKET only at start-up, so a changed socket path needs a restart."]
+
+
+def test_a_long_list_is_cut_into_candidates_of_at_most_list_chars_losing_no_item():
+    items = [f"The service number {i} listens on port {10000 + i} and answers health checks on /healthz/{i}."
+             for i in range(40)]
+    body = "The ports of the fleet, decided in the capacity review:\n\n" + "".join(f"- {t}\n" for t in items)
+    got = [c for c in texts_of(extract_candidates([body], min_confidence=0.0)) if "\n- " in c]
+    lead = "The ports of the fleet, decided in the capacity review:"
+    assert len(got) > 1 and all(c.startswith(lead + "\n- ") for c in got)
+    assert all(len(c) <= LIST_CHARS for c in got)
+    assert [line[2:] for c in got for line in c.splitlines()[1:]] == items   # every item, once, in order
 
 
 def test_the_kept_sentences_of_one_paragraph_are_one_candidate():
@@ -119,23 +139,29 @@ def test_the_kept_sentences_of_one_paragraph_are_one_candidate():
 
 @needs_train
 def test_a_training_session_gives_one_candidate_per_paragraph_and_loses_no_kept_sentence():
-    """ohmyposh-issue5992-investigation.jsonl (training): every sentence the extractor keeps is in exactly one
-    candidate, and the candidates of one record never come from the same paragraph twice; list items stay one a
-    candidate."""
+    """ohmyposh-issue5992-investigation.jsonl (training): every sentence the extractor keeps is in a candidate of
+    its record, and the candidates of one record never come from the same paragraph twice; the items of a list
+    under a lead-in are together, one a line."""
     texts = read_assistant_texts(TRAIN / "ohmyposh-issue5992-investigation.jsonl", include_user=True).texts
     scorer = load_scorer()
     kept = [v for v in judge(texts, scorer, scorer.threshold) if v.keep]
     cands = extract_candidates(texts)
     paragraphs = defaultdict(list)
     for v in kept:
-        holders = [c for c in cands if v.text in c.text and c.source_uuid == texts[v.source].uuid]
-        assert holders, v.text
+        holders = [c for c in cands if v.text in members(c.text) and c.source_uuid == texts[v.source].uuid]
+        assert len(holders) == 1, v.text
         if v.unit is not None and v.unit.kind == "para" and v.kind != "user" and v.why != "intent":
             paragraphs[(v.source, v.unit.block)].append(v)
     merged = [group for group in paragraphs.values() if len(group) > 1]
-    assert merged and len(cands) == len(kept) - sum(len(g) - 1 for g in merged)
-    items = [v for v in kept if v.unit is not None and v.unit.kind == "item"]
-    assert items and all(any(c.text == v.text for c in cands) for v in items)
+    lists = [c for c in cands if "\n- " in c.text]
+    items = sum(c.text.count("\n- ") - 1 for c in lists)
+    assert merged and lists and len(cands) == len(kept) - sum(len(g) - 1 for g in merged) - items
+
+
+def members(candidate: str) -> str:
+    """A candidate's text with each item of a list it holds written back with its lead-in ("Lead: item")."""
+    lead, *items = candidate.split("\n- ")
+    return "\n".join([lead] + [f"{lead.removesuffix(':')}: {item}" for item in items])
 
 
 def test_min_confidence_is_a_probability_floor():

@@ -134,6 +134,28 @@ def test_a_finding_said_again_in_other_words_is_one_memory(tmp_path):
     assert sum("10.0.3.7:6380" in t for t in texts) == 1 and any("640 px" in t for t in texts), texts
 
 
+def test_the_items_of_one_list_are_one_memory(tmp_path):
+    """A finding told as a lead-in and its parts (modelled on a held-out review: "This is wrong, in two ways:" then
+    eight items, stored eight times with the lead-in) is one memory holding every part, one a line; a second list
+    of the session is its own memory."""
+    capture(tmp_path / "m.db", transcript(tmp_path, [
+        ("assistant", "The retry policy of the upload worker is wrong in three ways:\n\n"
+                      "- It retries a 413 from the proxy, which can never succeed with the same body.\n"
+                      "- It resets the backoff to 1 second after every success, so a flapping proxy is hammered.\n"
+                      "- It does not honour the Retry-After header that the storage API sends with a 503.\n"),
+        ("user", "and the cache?"),
+        ("assistant", "The cache settings we decided on for the thumbnail service:\n\n"
+                      "- Thumbnails are cached in Redis for 24 hours, because regenerating one costs 300 ms.\n"
+                      "- The cache key includes the image's content hash, so a replaced image is never served stale.\n"),
+    ]))
+    texts = [m["content"] for m in memories(tmp_path / "m.db")]
+    retry = [t for t in texts if "413" in t or "Retry-After" in t or "backoff" in t]
+    cache = [t for t in texts if "24 hours" in t or "content hash" in t]
+    assert len(retry) == 1 and all(w in retry[0] for w in ("413", "backoff", "Retry-After")), texts
+    assert retry[0].startswith("The retry policy of the upload worker is wrong in three ways:\n- ")
+    assert len(cache) == 1 and "24 hours" in cache[0] and "content hash" in cache[0], texts
+
+
 def test_a_restatement_of_the_same_subject_is_a_repeat_a_changed_value_is_not():
     from subcog_store.dedup.session_repeat import is_session_repeat
 

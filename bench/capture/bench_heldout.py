@@ -16,8 +16,8 @@ labelled units of the sessions (`heldout/labels`), the issue's figures:
   prompt hook injects it; it stays silent on the questions nothing answers;
 - time: the session-end hook per transcript (3 MB+ training transcripts included for time only).
 
-A memory is traced to its sentences by text, each sentence of it on its own (a paragraph kept whole holds several):
-the longest labelled unit of its session contained in the sentence, else the unit sharing most of its words (at
+A memory is traced to its sentences by text, each sentence of each line on its own (a paragraph or list kept whole
+holds several): the longest labelled unit of its session contained in the sentence, else the unit sharing most of its words (at
 least MATCH_JACCARD); a memory with no sentence traced is traced whole the same way. A memory is a lasting fact
 when one of its sentences is; a repeat when every fact it holds an earlier memory of the session already held;
 stale when it holds no fact and one of its sentences is status or corrected. Writes its section of bench/capture/RESULTS.md.
@@ -39,6 +39,7 @@ from pathlib import Path
 from bench.capture.heldout import HeldOutSession, Question, devmembench, load_questions, load_sessions
 from bench.capture.label_units import session_units
 from subcog_store.extraction.sentences import split_sentences
+from subcog_store.model.files import ModelFilesError, verify
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
@@ -92,10 +93,10 @@ def trace(memory: str, units: list[Labelled]) -> Labelled | None:
 
 
 def traced(memory: str, units: list[Labelled]) -> list[Labelled]:
-    """The labelled units a stored memory comes from: each of its sentences traced on its own (a paragraph kept
-    whole holds several), else the memory traced whole; in order, each once."""
+    """The labelled units a stored memory comes from: each sentence of each line traced on its own (a paragraph
+    or a list kept whole holds several), else the memory traced whole; in order, each once."""
     out: list[Labelled] = []
-    for piece in split_sentences(memory):
+    for piece in (s for line in memory.splitlines() for s in split_sentences(line.removeprefix("- "))):
         u = trace(piece, units)
         if u is not None and not any(u is o for o in out):
             out.append(u)
@@ -278,6 +279,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-baseline", action="store_true", help="this checkout only (while developing)")
     ap.add_argument("--dump", type=Path, help="write each run's raw result (memories, searches, prompts) here")
     args = ap.parse_args(argv)
+    try:   # every tree runs with this checkout's model files: without them the hooks store unembedded, unchecked text
+        verify(REPO / "models")
+    except ModelFilesError as e:
+        print(f"{e} (run `make setup` in {REPO}); nothing measured", file=sys.stderr)
+        return 1
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="subcog-heldout-") as tmp_name:
         tmp = Path(tmp_name)

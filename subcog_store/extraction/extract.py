@@ -6,7 +6,8 @@ and list lead-in). By source:
   when P(lasting fact) reaches the threshold, or when it carries an explicit signal (`signals.signal_of`), or when
   it is the fact inside an intention (`signals.intent_fact`, stored without the "I need to"), or when it is a list
   item whose siblings under the same lead-in were kept (SIBLING_SHARE of them, and its own P at SIBLING_FLOOR); the
-  kept sentences of one paragraph (of the assistant's text or a summary) are one candidate (`_one_per_paragraph`);
+  kept sentences of one paragraph, and the kept items of one list under its lead-in (of the assistant's text or a
+  summary), are one candidate (`_one_per_point`);
 - what the user typed: the choices, rules and preferences it states (`user_words.user_fact`), rewritten to stand
   alone; a preference about how the developer works goes to the user scope;
 - a compaction summary: the lines of its lasting-facts section (`summary.facts_section`) when it has one, else
@@ -25,6 +26,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Iterable
 
 from subcog_store.extraction.scorer import Scorer, features, namespace_of, record_features
@@ -46,6 +48,8 @@ USER_CONFIDENCE = 0.8  # a choice or preference the user states (as sure as an e
 INTENT_CONFIDENCE = 0.6  # the fact inside an intention: kept at the shipped threshold, below a signal
 SIBLING_SHARE = 2 / 3  # a list item is kept when this share of its siblings (3 or more items) were kept ...
 SIBLING_FLOOR = 0.3  # ... and its own P(lasting fact) reaches this (chosen on the training sessions: RESULTS.md)
+LIST_CHARS = 1000  # a list's items in one candidate up to the 256 word pieces the embedder reads: 3.93 characters a
+#                   piece in the sentences kept from the training sessions (bench/capture/CHOICES.md)
 
 
 @dataclass(frozen=True)
@@ -122,16 +126,25 @@ def _memory_text(unit: Unit, kind: str) -> str:
     lead-in that is narration ("Let me check the files:") or, in a summary, a section title ("Key Technical
     Concepts:"), which also leaves the start of a summary sentence."""
     if unit.kind == "item" and unit.lead:
-        sentences = split_sentences(unit.lead)
-        lead = sentences[-1] if sentences else unit.lead
-        f = features(Unit(lead, lead, "", "", "para", 0, 0, 0, 1, 0, 0))
-        if f.get("f:narration") or f.get("f:let_me") or (kind == "summary" and section_title(lead)):
-            lead = ""
-        unit = replace(unit, lead=lead)
+        unit = replace(unit, lead=_item_lead(unit, kind))
     text = _NARRATED_LEAD.sub("", unit.memory_text())
     if kind == "summary" and (m := _TITLE_START.match(text)) and section_title(m.group(1)):
         text = text[m.end():]
     return _BOLD_LEFT.sub("", text)
+
+
+def _item_lead(unit: Unit, kind: str) -> str:
+    """The lead-in a list item is stored with: the last sentence of its lead-in line, "" when that is narration
+    ("Let me check the files:") or, in a summary, a section title."""
+    return _stored_lead(unit.lead, kind)
+
+
+@lru_cache(maxsize=256)
+def _stored_lead(lead_line: str, kind: str) -> str:
+    sentences = split_sentences(lead_line)
+    lead = sentences[-1] if sentences else lead_line
+    f = features(Unit(lead, lead, "", "", "para", 0, 0, 0, 1, 0, 0))
+    return "" if f.get("f:narration") or f.get("f:let_me") or (kind == "summary" and section_title(lead)) else lead
 
 
 def _judge_units(units: list[Unit], scorer: Scorer, threshold: float, source: int, kind: str,
@@ -248,29 +261,37 @@ def judge(texts: Iterable[AssistantText | str], scorer: Scorer, threshold: float
 
 def extract_with(texts: Iterable[AssistantText | str], scorer: Scorer, threshold: float) -> list[Candidate]:
     """Candidates from `texts` judged by `scorer` at `threshold` (the benchmark passes its per-fold scorers); the
-    kept sentences of one paragraph are one candidate (`_one_per_paragraph`)."""
+    kept sentences of one paragraph, and the kept items of one list, are one candidate (`_one_per_point`)."""
     texts = list(texts)
     out = []
-    for group in _one_per_paragraph([v for v in judge(texts, scorer, threshold) if v.keep]):
+    for group in _one_per_point([v for v in judge(texts, scorer, threshold) if v.keep]):
         v = max(group, key=lambda g: g.confidence)
         t = texts[v.source]
         uuid, offset, start = (None, 0, 0) if isinstance(t, str) else (t.uuid, t.offset, t.char_start)
-        out.append(Candidate(" ".join(g.text for g in group), v.namespace, v.confidence, uuid, offset,
+        out.append(Candidate(_group_text(group), v.namespace, v.confidence, uuid, offset,
                              sum(g.redacted for g in group), start + group[0].start, v.scope))
     return out
 
 
-def _one_per_paragraph(kept: list[Verdict]) -> list[list[Verdict]]:
-    """Kept verdicts in order, those of one paragraph of the assistant's text or a summary together: a paragraph
-    makes one point, and its sentences told apart are restatements of it ("The repo is large ..." / "Because it's a
-    direct relay, ...") or lean on each other ("This is why ..."). List items, the user's words and facts-section
-    lines stay one a candidate; a group stops short of MAX_CHARS."""
+def _one_per_point(kept: list[Verdict]) -> list[list[Verdict]]:
+    """Kept verdicts in order, grouped by the point they make: the sentences of one paragraph of the assistant's
+    text or a summary (its sentences told apart are restatements of it, "The repo is large ..." / "Because it's a
+    direct relay, ...", or lean on each other, "This is why ..."), and the items of one list under the lead-in they
+    share (the lead-in states the point, the items its parts: "This is wrong, in two ways:" then eight items, stored
+    eight times with the lead-in, made one finding eight memories). The user's words, facts-section lines, the fact
+    of an intention and items without a lead-in (the lead was narration or a section title) stay one a candidate.
+    A paragraph's group stops short of MAX_CHARS, a list's short of LIST_CHARS."""
     groups: list[list[Verdict]] = []
     for v in kept:
-        last = groups[-1][-1] if groups else None
+        group = groups[-1] if groups else []
+        last = group[-1] if group else None
+        size = sum(len(g.text) + 1 for g in group) + len(v.text)
         if last is not None and _paragraph(v) and _paragraph(last) and (last.source, last.unit.block) == \
-                (v.source, v.unit.block) and sum(len(g.text) + 1 for g in groups[-1]) + len(v.text) <= MAX_CHARS:
-            groups[-1].append(v)
+                (v.source, v.unit.block) and size <= MAX_CHARS:
+            group.append(v)
+        elif last is not None and _list_key(v) is not None and _list_key(v) == _list_key(last) and \
+                len(_group_text(group + [v])) <= LIST_CHARS:
+            group.append(v)
         else:
             groups.append([v])
     return groups
@@ -278,6 +299,34 @@ def _one_per_paragraph(kept: list[Verdict]) -> list[list[Verdict]]:
 
 def _paragraph(v: Verdict) -> bool:
     return v.unit is not None and v.unit.kind == "para" and v.kind in ("assistant", "summary") and v.why != "intent"
+
+
+def _lead_prefix(v: Verdict) -> str:
+    """The lead-in a list item's stored text starts with ("Two problems in the zsh integration: "), or ""."""
+    u = v.unit
+    if u is None or u.kind != "item" or not u.lead:
+        return ""
+    lead = _item_lead(u, v.kind).rstrip(" :.")
+    prefix = f"{lead}: "
+    return prefix if lead and lead not in u.text and v.text.startswith(prefix) else ""
+
+
+def _list_key(v: Verdict) -> tuple | None:
+    """The list an item belongs to (its text, lead-in, depth and heading), for an item of the assistant's text or
+    a summary stored with its lead-in; None for anything else."""
+    if v.kind not in ("assistant", "summary") or v.why == "intent" or not _lead_prefix(v):
+        return None
+    u = v.unit
+    return v.source, u.lead, u.depth, u.heading, _lead_prefix(v)
+
+
+def _group_text(group: list[Verdict]) -> str:
+    """One candidate's text: a paragraph's sentences joined; a list as its lead-in, then one item a line
+    ("Two problems in the zsh integration:\n- A\n- B"); a group of one as it was."""
+    if len(group) == 1 or _list_key(group[0]) is None:
+        return " ".join(g.text for g in group)
+    lead = _lead_prefix(group[0])
+    return lead.rstrip() + "".join(f"\n- {g.text[len(lead):]}" for g in group)
 
 
 def extract_candidates(texts: Iterable[AssistantText | str], *, min_confidence: float | None = None
