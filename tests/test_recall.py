@@ -326,6 +326,27 @@ def test_the_prompt_bar_rises_with_the_stores_own_level():
     assert inject.prompt_bar([0.7] + [0.1] * 20, 0.40) == 0.40       # unrelated memories score low: the floor
 
 
+def test_the_margin_narrows_as_the_project_grows():
+    assert inject.gate_margin(None) == inject.GATE_MARGIN                # size unknown: the fixed margin
+    assert inject.gate_margin(60) == inject.GATE_MARGIN                  # a project of its own memories
+    assert inject.gate_margin(100_000) < inject.gate_margin(10_000) < inject.GATE_MARGIN
+    assert inject.gate_margin(10_000) > 0.08                             # narrower, never gone
+    near_misses = [0.62, 0.55] + [0.45] * 20
+    assert inject.prompt_bar(near_misses, 0.40, 10_000) == pytest.approx(0.45 + inject.gate_margin(10_000))
+    assert inject.prompt_bar(near_misses, 0.40, 10_000) < inject.prompt_bar(near_misses, 0.40, 60)
+
+
+def test_the_gate_counts_the_projects_active_memories_only(filled):
+    from subcog_store.db import memories
+
+    store, ids = filled
+    assert memories.active_in_domain(store.con, APP) == len(FACTS)
+    assert memories.active_in_domain(store.con, OTHER) == 1
+    store.forget(ids["healthz"])
+    assert memories.active_in_domain(store.con, APP) == len(FACTS) - 1
+    assert memories.active_in_domain(store.con, "nobody-here") == 0
+
+
 def test_a_memory_that_holds_the_prompts_words_passes_at_the_prompts_level():
     level = inject.prompt_level([0.62, 0.55] + [0.45] * 20)
     assert level == pytest.approx(0.45)

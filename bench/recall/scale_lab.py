@@ -14,7 +14,7 @@ silence on prompts nothing answers and answers injected on relevant prompts (a m
 among the fused top 10, clears the gate's bar, and is one of the first three that do). Constants are chosen on
 one set's TRAIN split and reported on the other set's TEST split, and the other way round (`choose`).
 
-    .venv/bin/python -m bench.recall.scale_lab [--sizes 0,200,10000,100000] [--cached]
+    .venv/bin/python -m bench.recall.scale_lab [--sizes 0,200,10000,100000] [--cached] [--gaps]
 """
 from __future__ import annotations
 
@@ -228,18 +228,25 @@ def level(top: np.ndarray, lo: int = 5, hi: int = 15) -> float | None:
     return float(tail.mean()) if len(tail) else None
 
 
-def relative(floor: float, margin: float):
-    """The relative bar alone (`inject.prompt_bar`)."""
+def memories_of(c: Case) -> int:
+    """The project's memories at this case's size: its labelled ones and the planted filler."""
+    return sum(f is not None for f in c.facts) + c.size
+
+
+def relative(floor: float, margin: float, scale: float | None = None):
+    """The relative bar alone (`inject.prompt_bar`): `margin` above the prompt's level, narrowed to
+    scale / sqrt(2 ln N) in a project of N memories when `scale` is given (`inject.gate_margin`)."""
     def passes(c: Case) -> np.ndarray:
         base = level(c.top_cos)
-        return c.cos >= (max(floor, 0.37) if base is None else max(floor, base + margin))
+        m = margin if scale is None else min(margin, scale / math.sqrt(2 * math.log(memories_of(c))))
+        return c.cos >= (max(floor, 0.37) if base is None else max(floor, base + m))
     return passes
 
 
-def two_ways(floor: float, margin: float, coverage: float, coverage_floor: float):
+def two_ways(floor: float, margin: float, coverage: float, coverage_floor: float, scale: float | None = None):
     """The relative bar, or the memory holds `coverage` of the prompt's weighted words and its cosine reaches the
     prompt's level and `coverage_floor` (`inject.holds_the_words`)."""
-    bar = relative(floor, margin)
+    bar = relative(floor, margin, scale)
 
     def passes(c: Case) -> np.ndarray:
         base = level(c.top_cos)
@@ -270,11 +277,34 @@ def choose_coverage_gate(cases: list[Case]) -> tuple[tuple, dict]:
     return best, {"|".join(map(str, k)): v for k, v in scored[best].items()}
 
 
+def choose_margin_scale(cases: list[Case]) -> tuple[float, dict]:
+    """The gate's margin narrowed in a large project (`inject.gate_margin`: min(GATE_MARGIN, scale / sqrt(2 ln N))),
+    chosen on TRAIN at every size (0, 200, 10,000 and 100,000): the scale with the most answers injected in the
+    worst (set, size) group while every group stays silent on >= SILENCE; ties to the larger scale (the stricter).
+    The second way in stays as shipped."""
+    from subcog_store.recall.fusion import COVERAGE_POWER, W_COVERAGE
+    from subcog_store.recall.inject import COVERAGE_FLOOR, COVERAGE_GATE, GATE_MARGIN
+
+    fusion = lambda c: c.cos + W_COVERAGE * c.cov ** COVERAGE_POWER   # noqa: E731
+    train = defaultdict(list)
+    for c in cases:
+        if c.split == "train":
+            train[(c.set, c.size)].append(c)
+    scored = {}
+    for scale in (0.36, 0.38, 0.40, 0.42, 0.44, 0.46, 0.48, 0.50, 0.52, 0.55, 0.60, 0.70):
+        g = {k: gate_metrics(v, fusion, two_ways(0.40, GATE_MARGIN, COVERAGE_GATE, COVERAGE_FLOOR, scale))
+             for k, v in train.items()}
+        if all(m["silent"] >= SILENCE for m in g.values()):
+            scored[scale] = g
+    best = max(scored, key=lambda p: (round(min(m["answers"] for m in scored[p].values()), 6), p))
+    return best, {"|".join(map(str, k)): v for k, v in scored[best].items()}
+
+
 def report(cases: list[Case]) -> dict:
     """Per set, split and size: the shipped ranking and gate beside the ranking and gate before issue #24 (cosine
     order, cosine >= 0.37), and the ranking alone (cosine, fusion)."""
     from subcog_store.recall.fusion import COVERAGE_POWER, W_COVERAGE
-    from subcog_store.recall.inject import COVERAGE_FLOOR, COVERAGE_GATE, GATE_MARGIN
+    from subcog_store.recall.inject import COVERAGE_FLOOR, COVERAGE_GATE, GATE_MARGIN, MARGIN_SCALE
 
     fusion = lambda c: c.cos + W_COVERAGE * c.cov ** COVERAGE_POWER   # noqa: E731 - recall.fusion.score
     cosine = lambda c: c.cos   # noqa: E731
@@ -288,8 +318,32 @@ def report(cases: list[Case]) -> dict:
             "fusion, coverage weight by the cosine's standout (tried)": rank_metrics(group, standout_fusion()),
             "gate before (cosine >= 0.37, cosine order)": gate_metrics(group, cosine, before),
             "relative bar alone": gate_metrics(group, fusion, relative(0.40, GATE_MARGIN)),
+            "gate before round 5 (fixed margin, or holds the words)": gate_metrics(
+                group, fusion, two_ways(0.40, GATE_MARGIN, COVERAGE_GATE, COVERAGE_FLOOR)),
             "gate shipped (relative bar or holds the words)": gate_metrics(
-                group, fusion, two_ways(0.40, GATE_MARGIN, COVERAGE_GATE, COVERAGE_FLOOR))}
+                group, fusion, two_ways(0.40, GATE_MARGIN, COVERAGE_GATE, COVERAGE_FLOOR, MARGIN_SCALE))}
+    return out
+
+
+def gap_table(cases: list[Case]) -> dict:
+    """Per set, split and size: how far the best cosine of a prompt nothing answers stands above the prompt's
+    level (quantiles), and how far its best answer does for a relevant prompt (the gate's two populations)."""
+    out = {}
+    for key in sorted({(c.set, c.split, c.size) for c in cases}):
+        null, answer = [], []
+        for c in (c for c in cases if (c.set, c.split, c.size) == key):
+            base = level(c.top_cos)
+            if base is None:
+                continue
+            if not c.relevant:
+                null.append(float(c.top_cos[0]) - base)
+            else:
+                mine = [float(c.cos[i]) for i, f in enumerate(c.facts) if f in c.answers]
+                answer.append(max(mine) - base if mine else -1.0)
+        out["|".join(map(str, key))] = {
+            "null q50/q90/q95": [round(float(np.quantile(null, q)), 3) for q in (0.5, 0.9, 0.95)],
+            "answer q25/q50": [round(float(np.quantile(answer, q)), 3) for q in (0.25, 0.5)],
+            "answers >= 0.10 / 0.14 above": [round(float(np.mean(np.array(answer) >= m)), 2) for m in (0.10, 0.14)]}
     return out
 
 
@@ -297,6 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
     parser.add_argument("--cached", action="store_true", help="score the pickled cases again")
+    parser.add_argument("--gaps", action="store_true", help="print the gate's two populations (gap_table) only")
     args = parser.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -306,20 +361,30 @@ def main(argv: list[str] | None = None) -> int:
         cases = build_cases(tuple(int(s) for s in args.sizes.split(",")))
         CASES.write_bytes(pickle.dumps(cases))
     print(f"{len(cases)} cases ({time.perf_counter() - started:.0f} s)")
+    if args.gaps:
+        for key, row in gap_table(cases).items():
+            print(f"{key:22} " + "  ".join(f"{k} {v}" for k, v in row.items()))
+        return 0
     res = report(cases)
     best, train = choose_coverage_gate(cases)
     res["chosen on train"] = {"coverage, floor": best, "train": train}
     print(f"chosen on train: coverage {best[0]}, floor {best[1]}: " + ", ".join(
         f"{k} {v['silent']:.3f}/{v['answers']:.3f}" for k, v in train.items()))
+    scale, train = choose_margin_scale(cases)
+    res["margin scale chosen on train"] = {"scale": scale, "train": train}
+    print(f"margin scale chosen on train: {scale}: " + ", ".join(
+        f"{k} {v['silent']:.3f}/{v['answers']:.3f}" for k, v in train.items()))
     (OUT / "scale_lab-last.json").write_text(json.dumps(res, indent=1))
     for key, r in res.items():
-        if key == "chosen on train":
+        if key in ("chosen on train", "margin scale chosen on train"):
             continue
         print(f"{key:22} recall@5/MRR/para cosine {r['cosine']['recall5']:.3f}/{r['cosine']['mrr10']:.3f}/"
               f"{r['cosine']['paraphrase5']:.3f} fusion {r['fusion']['recall5']:.3f}/{r['fusion']['mrr10']:.3f}/"
               f"{r['fusion']['paraphrase5']:.3f} | gate silent/answers before "
               + "/".join(f"{v:.3f}" for v in r["gate before (cosine >= 0.37, cosine order)"].values())
               + " relative " + "/".join(f"{v:.3f}" for v in r["relative bar alone"].values())
+              + " before " + "/".join(f"{v:.3f}" for v in
+                                      r["gate before round 5 (fixed margin, or holds the words)"].values())
               + " shipped " + "/".join(f"{v:.3f}" for v in r["gate shipped (relative bar or holds the words)"].values()))
     return 0
 

@@ -7,6 +7,9 @@ bench_sets.py scores it. A variant is a change of module constants in this proce
 
 - `recall.search.TEXT_TERMS`: how many of the prompt's content words (the rarest held by some memory) the
   full-text query asks for (its cost grows with every common word; 32 asks for all, as before).
+- `recall.inject.MARGIN_SCALE` (`--variants margin`): the gate's margin fixed (a scale so large that
+  `inject.gate_margin` stays GATE_MARGIN, as before) beside the shipped narrowing in a large project; chosen by
+  scale_lab.py on TRAIN, run here through the real hook to check the simulation (no choice made here).
 
 `choose` picks on TRAIN only: the fewest words (of those tried) whose every TRAIN figure (recall@5, MRR@10, answers
 injected, silence) equals asking for all of them in every (set, size) group: it is a cost, not a quality knob.
@@ -28,16 +31,19 @@ from bench.recall.bench_sets import OUT, Borrowed, _hooks, plant_filler, score
 
 ALL_WORDS = {"TEXT_TERMS": 32}     # every content word (the query is cut at 32), as before
 VARIANTS = [ALL_WORDS, {"TEXT_TERMS": 8}, {"TEXT_TERMS": 6}, {"TEXT_TERMS": 4}]
+FIXED_MARGIN = {"MARGIN_SCALE": 1e9}   # gate_margin = GATE_MARGIN at every size (before the narrowing)
+MARGIN_VARIANTS = [FIXED_MARGIN, {"MARGIN_SCALE": 0.50}]
 
 
 def label(variant: dict) -> str:
-    return ", ".join(f"{k} {v}" for k, v in variant.items())
+    return ", ".join(f"{k} {v:g}" for k, v in variant.items())
 
 
 def apply(variant: dict) -> None:
-    from subcog_store.recall import search
+    from subcog_store.recall import inject, search
 
-    search.TEXT_TERMS = variant["TEXT_TERMS"]
+    for name, value in variant.items():
+        setattr(search if name == "TEXT_TERMS" else inject, name, value)
 
 
 def run_set(set_name: str, filler: int, variants: list[dict]) -> dict:
@@ -62,7 +68,9 @@ def run_set(set_name: str, filler: int, variants: list[dict]) -> dict:
         facts[mid] = {"fact": fact, "key": built.id_to_key[mid], "successor": m.successor_id, "domain": m.domain}
     from subcog_store.recall import search as product_search
 
-    shipped = {"TEXT_TERMS": product_search.TEXT_TERMS}
+    from subcog_store.recall import inject as product_inject
+
+    shipped = {"TEXT_TERMS": product_search.TEXT_TERMS, "MARGIN_SCALE": product_inject.MARGIN_SCALE}
     out = {}
     try:
         for v, variant in enumerate(variants):
@@ -111,7 +119,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sets", default="set1,set2")
     parser.add_argument("--json", type=Path, default=OUT / "store_lab-last.json")
     parser.add_argument("--rescore", action="store_true", help="choose again from the figures in --json")
+    parser.add_argument("--variants", choices=("text-terms", "margin"), default="text-terms")
     args = parser.parse_args(argv)
+    if args.variants == "margin":
+        return check_margin(args)
     OUT.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     if args.rescore:
@@ -133,6 +144,17 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps({"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                                          "load": os.getloadavg(), "seconds": round(time.perf_counter() - started),
                                          "chosen": picked, "results": results}, indent=1))
+    return 0
+
+
+def check_margin(args) -> int:
+    """The gate's margin fixed beside narrowed, through the real hook (TRAIN and TEST printed; nothing chosen)."""
+    started = time.perf_counter()
+    results = {f"{s} | {f}": run_set(s, int(f), MARGIN_VARIANTS)
+               for f in args.filler.split(",") for s in args.sets.split(",")}
+    args.json.write_text(json.dumps({"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                                     "load": os.getloadavg(), "seconds": round(time.perf_counter() - started),
+                                     "results": results}, indent=1))
     return 0
 
 

@@ -104,6 +104,13 @@ where status = 'active'
   and (:namespace is null or namespace = :namespace)
   and (:domain is null or domain = :domain);
 
+-- name: active_in_domain
+-- How many active memories a domain holds (the prompt gate's store size; the index memories_ranking counts them).
+select count(*)
+from memories
+where domain = :domain
+  and status = 'active';
+
 -- name: insert_memory
 -- A new active memory; content_hash is computed by the database.
 insert into memories (

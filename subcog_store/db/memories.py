@@ -349,6 +349,11 @@ def count_active(con: "apsw.Connection", namespace: str | None, domain: str | No
     return con.execute(q("count_active"), {"namespace": namespace, "domain": domain}).fetchone()[0]
 
 
+def active_in_domain(con: "apsw.Connection", domain: str) -> int:
+    """How many active memories `domain` holds."""
+    return con.execute(q("active_in_domain"), {"domain": domain}).fetchone()[0]
+
+
 def ids_in_domain(con: "apsw.Connection", domain: str) -> list[str]:
     """Every memory of a domain, whatever its status."""
     return [r[0] for r in con.execute(q("domain_memory_ids"), {"domain": domain}).fetchall()]

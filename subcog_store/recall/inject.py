@@ -3,7 +3,8 @@
 - `start_index`: for a new, resumed or cleared session, a compact index of the project's most important current
   memories (one line each, with its URN) within SUBCOG_RECALL_START_TOKENS.
 - `prompt_context`: for a prompt, the memories that clear the abstain gate (`prompt_bar`: a cosine of at least
-  SUBCOG_RECALL_MIN_SIMILARITY that stands GATE_MARGIN above the prompt's level in this store; or `holds_the_words`:
+  SUBCOG_RECALL_MIN_SIMILARITY that stands `gate_margin` above the prompt's level in this store (GATE_MARGIN,
+  narrower in a large project); or `holds_the_words`:
   the memory holds COVERAGE_GATE of the prompt's IDF-weighted content words and its cosine reaches the prompt's
   level and COVERAGE_FLOOR; without the model a word match >= SUBCOG_RECALL_MIN_TEXT_MATCH), at most
   SUBCOG_RECALL_PROMPT_LIMIT within SUBCOG_RECALL_PROMPT_TOKENS; for most prompts nothing.
@@ -38,6 +39,7 @@ CHARS_PER_TOKEN = 4
 LINE_CHARS = 200             # an index or context line is cut here
 INDEX_CANDIDATES = 200
 GATE_MARGIN = 0.14           # prompt_bar: chosen by bench/recall/gate_lab.py (train, both sets, three sizes)
+MARGIN_SCALE = 0.50          # ... narrowed in a large project (`gate_margin`): scale_lab.py, train, four sizes
 SMALL_STORE_FLOOR = 0.37     # ... a store of fewer than six memories: the earlier absolute gate
 COVERAGE_GATE = 0.40         # holds_the_words: chosen by bench/recall/scale_lab.py (train, both sets, three sizes)
 COVERAGE_FLOOR = 0.34        # ... its cosine floor (same choice)
@@ -101,15 +103,30 @@ class SessionState:
         return max(0, min(per_call, int(store.settings.recall_session_tokens) - self.used_tokens))
 
 
-def prompt_bar(vector_scores: list[float], floor: float) -> float:
-    """The cosine a memory needs to be injected into a prompt: at least `floor`, and GATE_MARGIN above what this
-    prompt scores against the memories that are not about it, estimated from the store itself (the mean cosine
-    of the vector side's ranks 6-15; with fewer than six memories, the floor alone or SMALL_STORE_FLOOR). A fixed
-    cosine abstains less and less as a project grows (more memories, more near misses); this bar rises with the
-    store's own level. Chosen by bench/recall/gate_lab.py on TRAIN of both sets at 0, 200 and 10,000 planted
-    memories."""
+def prompt_bar(vector_scores: list[float], floor: float, memories: int | None = None) -> float:
+    """The cosine a memory needs to be injected into a prompt: at least `floor`, and `gate_margin(memories)` above
+    what this prompt scores against the memories that are not about it, estimated from the store itself (the mean
+    cosine of the vector side's ranks 6-15; with fewer than six memories, the floor alone or SMALL_STORE_FLOOR).
+    A fixed cosine abstains less and less as a project grows (more memories, more near misses); this bar rises
+    with the store's own level. Chosen by bench/recall/gate_lab.py on TRAIN of both sets at 0, 200 and 10,000
+    planted memories (the margin's narrowing: `gate_margin`)."""
     level = prompt_level(vector_scores)
-    return max(floor, SMALL_STORE_FLOOR) if level is None else max(floor, level + GATE_MARGIN)
+    return max(floor, SMALL_STORE_FLOOR) if level is None else max(floor, level + gate_margin(memories))
+
+
+def gate_margin(memories: int | None) -> float:
+    """How far above the prompt's level the best match must stand in a project of `memories` memories: GATE_MARGIN,
+    narrowed to MARGIN_SCALE / sqrt(2 ln memories) in a large project. Among more memories the best of those that
+    are not about the prompt stands closer to the level (the gap between the top order statistics of N samples
+    shrinks as 1 / sqrt(2 ln N)): the best cosine of a prompt nothing answers stands 0.19-0.25 above its level
+    (95th percentile) in the sets' own projects, 0.10-0.14 among 10,000 or 100,000 memories, while the answers
+    the fixed margin missed there stood 0.07-0.12 above it. MARGIN_SCALE chosen by bench/recall/scale_lab.py
+    (`choose_margin_scale`) on TRAIN of both sets at 0, 200, 10,000 and 100,000 planted memories (0.117 at 10,000,
+    0.104 at 100,000; GATE_MARGIN below about 600 memories); unknown size
+    (None): GATE_MARGIN."""
+    if not memories or memories < 3:
+        return GATE_MARGIN
+    return min(GATE_MARGIN, MARGIN_SCALE / math.sqrt(2 * math.log(memories)))
 
 
 def prompt_level(vector_scores: list[float]) -> float | None:
@@ -144,7 +161,8 @@ def prompt_context(store: "Core", prompt: str, domain: str, session_id: str | No
                                    limit=max(3 * int(s.recall_prompt_limit), 10) + len(state.injected))
     bar = None
     if found.method == "hybrid":
-        bar = prompt_bar(found.vector_scores, float(s.recall_min_similarity))
+        size = memories.active_in_domain(store.con, domain) if found.vector_scores else None
+        bar = prompt_bar(found.vector_scores, float(s.recall_min_similarity), size)
         level = prompt_level(found.vector_scores)
         gate = [h for h in found.hits if (h.similarity or -1.0) >= bar
                 or holds_the_words(h.coverage, h.similarity, level)]

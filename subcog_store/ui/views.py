@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from subcog_store.db import views as db_views
+from subcog_store.db import memories as db_memories, views as db_views
 from subcog_store.db.memories import Memory
 
 if TYPE_CHECKING:
@@ -66,12 +66,14 @@ def search(store: "Store", query: str, domain: str, namespace: str | None) -> di
     return {"found": found, "hits": [h.to_dict(explain=True) for h in found.hits],
             "injected": set(injected.memory_ids) if injected else None,
             "injected_reason": injected.reason if injected else None,
-            "gate": _gate(found, float(s.recall_min_similarity), float(s.recall_min_text_match)),
+            "gate": _gate(found, float(s.recall_min_similarity), float(s.recall_min_text_match),
+                          db_memories.active_in_domain(store.con, domain)),
             "limits": f"at most {int(s.recall_prompt_limit)} memories, {int(s.recall_prompt_tokens)} tokens"}
 
 
-def _gate(found, floor: float, text_floor: float) -> str:
-    """The prompt hook's abstain gate for this search, in numbers."""
+def _gate(found, floor: float, text_floor: float, memories: int | None = None) -> str:
+    """The prompt hook's abstain gate for this search, in numbers (`memories`: the project's, which narrow its
+    margin)."""
     from subcog_store.recall import inject
 
     if found.method != "hybrid":
@@ -79,7 +81,7 @@ def _gate(found, floor: float, text_floor: float) -> str:
     bar = getattr(inject, "prompt_bar", None)
     if bar is None:
         return f"cosine >= {floor:.2f}"
-    text = (f"cosine >= {bar(list(found.vector_scores), floor):.2f}: the floor {floor:.2f}, or above what this prompt "
+    text = (f"cosine >= {bar(list(found.vector_scores), floor, memories):.2f}: the floor {floor:.2f}, or above what this prompt "
             "scores against the memories not about it")
     level = getattr(inject, "prompt_level", lambda _: None)(list(found.vector_scores))
     if level is not None and hasattr(inject, "COVERAGE_GATE"):
