@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+from subcog_store.db.connection import Error
 from subcog_store.db.sqlfiles import q
 
 if TYPE_CHECKING:
@@ -42,8 +43,16 @@ def term_counts(con: "apsw.Connection", terms: list[str]) -> list[tuple[str, int
     return con.execute(q("term_document_counts"), {"terms": json.dumps(terms)}).fetchall()
 
 
-def nearest_current(con: "apsw.Connection", embedding: bytes, domain: str, k: int
+def nearest_current(con: "apsw.Connection", embedding: bytes, domain: str, k: int, candidates: int
                     ) -> list[tuple[str, str, str, str, float]]:
     """(id, namespace, content, created_at, cosine) of the k nearest current memories of a domain, every
-    namespace (active, not outdated by a successor): the changed-facts-by-subject detector's candidates."""
-    return con.execute(q("outdated_candidates"), {"embedding": embedding, "k": k, "domain": domain}).fetchall()
+    namespace (active, not outdated by a successor): the changed-facts-by-subject detector's candidates. The
+    `candidates` nearest by sign bits are re-scored exactly (a top-k heuristic: dedup/outdated.py); a store
+    without sign bits (opened before migration 008) gets the exact float scan."""
+    params = {"embedding": embedding, "k": k, "domain": domain, "candidates": candidates}
+    try:
+        return con.execute(q("outdated_candidates"), params).fetchall()
+    except Error as e:
+        if "memory_bits" not in str(e):
+            raise
+    return con.execute(q("outdated_candidates_exact"), params).fetchall()
