@@ -596,6 +596,24 @@ def test_a_worker_killed_mid_request_loses_nothing(rt):
     assert served_by_worker(rt, mark) and status_line(out) == "subcog: nothing new to capture since the last run"
 
 
+def test_a_worker_dead_with_our_frame_unread_is_a_lost_connection():
+    """A worker killed before it read the client's frame resets the connection (ECONNRESET, not EOF): the
+    client says "connection lost" and starts a new worker, as for a clean close (the load failure of the test
+    above: killed between answering "ready" and reading "go")."""
+    ours, workers = socket.socketpair()
+    try:
+        protocol.send(ours, {"go": True})
+        workers.close()   # closed with the frame unread
+        with pytest.raises(ConnectionResetError) as reset:
+            protocol.recv(ours, time.monotonic() + 60)
+    finally:
+        ours.close()
+    lost = client._failed(reset.value)
+    assert "worker connection lost" in str(lost) and lost.spawn
+    closed = client._failed(protocol.ProtocolError("connection closed"))
+    assert "worker connection lost" in str(closed) and closed.spawn
+
+
 # -- answering before the capture has finished (SUBCOG_HOOK_ANSWER_SECS) -------------------------------------------
 def finished_in_background(rt: Runtime, since: int, timeout: float = 60.0) -> bool:
     return wait_for(lambda: ": pre-compact finished in the background" in rt.log_text()[since:], timeout=timeout)

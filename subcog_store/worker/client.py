@@ -120,8 +120,8 @@ def _failed(e: BaseException) -> Unavailable:
         return e
     if isinstance(e, TimeoutError):
         return Unavailable("worker did not answer in time")
-    if isinstance(e, wire.ProtocolError):
-        return Unavailable(f"worker connection lost ({e})", spawn=True)
+    if isinstance(e, (wire.ProtocolError, ConnectionError)):   # a worker that died mid-request: EOF, or a reset
+        return Unavailable(f"worker connection lost ({e})", spawn=True)   # when it died with our frame unread
     return Unavailable(f"worker connection failed: {type(e).__name__}: {e}", spawn=True)
 
 
