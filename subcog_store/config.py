@@ -9,6 +9,7 @@ exits 3 with that message; the hooks fail open and put it in the log and the sys
 """
 from __future__ import annotations
 
+import logging
 import math
 import os
 import re
@@ -316,6 +317,24 @@ def hook_log_path(environ: Mapping[str, str] | None = None, fallback: bool = Fal
             raise
         return Path(os.devnull)
     return Path(str(value)) if value else state_dir(environ) / "hook.log"
+
+
+def send_to_hook_log(logger: logging.Logger, path: Path) -> bool:
+    """Send `logger`'s records (INFO and up) to the hook log file at `path`, in its one line format, and nowhere
+    else: nothing reaches stderr, a failing write prints no traceback. False (records dropped) when the file
+    cannot be opened. The hooks' log and the warm worker's both set up here."""
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    logging.raiseExceptions = False   # a failing log write (full disk, /dev/full) must not print a traceback
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler: logging.Handler = logging.FileHandler(path, encoding="utf-8")
+    except (OSError, ValueError):
+        logger.addHandler(logging.NullHandler())
+        return False
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    logger.addHandler(handler)
+    return True
 
 
 def model_dir(environ: Mapping[str, str] | None = None) -> Path:

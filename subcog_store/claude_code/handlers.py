@@ -37,19 +37,11 @@ def setup_log(environ: "Mapping[str, str] | None" = None) -> str:
     """Send this package's log records to the hook log file; returns its path (or '' when not writable).
 
     Nothing ever reaches stderr: a log that cannot be written is dropped silently."""
-    root = logging.getLogger("subcog_store")
-    root.propagate = False  # the log file only: stderr stays quiet during the user's session
-    root.setLevel(logging.INFO)
-    logging.raiseExceptions = False  # a failing log write (full disk, /dev/full) must not print a traceback
+    from subcog_store.config import send_to_hook_log
+
     path = log_path(environ)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handler: logging.Handler = logging.FileHandler(path, encoding="utf-8")
-    except (OSError, ValueError):
-        root.addHandler(logging.NullHandler())
+    if not send_to_hook_log(logging.getLogger("subcog_store"), path):
         return ""
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
-    root.addHandler(handler)
     return str(path)
 
 

@@ -308,19 +308,9 @@ def rss_mb() -> int:
 
 def _own_log() -> None:
     """The worker's own lines go to the hook log of the environment that started it."""
-    from subcog_store.config import hook_log_path
+    from subcog_store.config import hook_log_path, send_to_hook_log
 
-    log.propagate = False
-    log.setLevel(logging.INFO)
-    logging.raiseExceptions = False
-    try:
-        path = hook_log_path()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handler: logging.Handler = logging.FileHandler(path, encoding="utf-8")
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
-    except Exception:  # noqa: BLE001 - no log: the worker runs anyway
-        handler = logging.NullHandler()
-    log.addHandler(handler)
+    send_to_hook_log(log, hook_log_path(fallback=True))   # no log: the worker runs anyway
 
 
 def main(argv: list[str]) -> int:
