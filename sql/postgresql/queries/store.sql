@@ -134,6 +134,17 @@ where v.domain = %(domain)s
 order by (v.embedding <#> %(embedding)s) + 0, m.seq
 limit %(k)s;
 
+-- name: outdated_candidates_exact
+-- The same (SQLite's fallback for a store without sign bits; here the query above is already exact).
+select m.id, m.namespace, m.content, m.created_at, -(v.embedding <#> %(embedding)s) as similarity
+from memory_vectors v
+join memories m on m.seq = v.memory_seq
+where v.domain = %(domain)s
+  and m.status = 'active'
+  and m.successor_id is null
+order by (v.embedding <#> %(embedding)s) + 0, m.seq
+limit %(k)s;
+
 -- name: memories_by_ids
 -- The memories with the ids of a JSON array, any status.
 select id, domain, namespace, content, content_hash, importance, tags, status, source, session_id, created_at,
