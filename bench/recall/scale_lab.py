@@ -300,6 +300,30 @@ def choose_margin_scale(cases: list[Case]) -> tuple[float, dict]:
     return best, {"|".join(map(str, k)): v for k, v in scored[best].items()}
 
 
+def choose_floor(cases: list[Case]) -> tuple[float, dict]:
+    """The relative bar's cosine floor (SUBCOG_RECALL_MIN_SIMILARITY), chosen on TRAIN at every size the same way
+    as the margin's scale: the floor with the most answers injected in the worst (set, size) group while every
+    group stays silent on >= SILENCE; ties to the higher floor (the stricter). Returns the choice and every
+    group's silent/answers (train and test) for each floor tried, so the held-out cost of each is visible."""
+    from subcog_store.recall.fusion import COVERAGE_POWER, W_COVERAGE
+    from subcog_store.recall.inject import COVERAGE_FLOOR, COVERAGE_GATE, GATE_MARGIN, MARGIN_SCALE
+
+    fusion = lambda c: c.cos + W_COVERAGE * c.cov ** COVERAGE_POWER   # noqa: E731
+    groups = defaultdict(list)
+    for c in cases:
+        groups[(c.set, c.split, c.size)].append(c)
+    table, scored = {}, {}
+    for floor in (0.36, 0.38, 0.40, 0.42, 0.44, 0.46, 0.48, 0.50):
+        passes = two_ways(floor, GATE_MARGIN, COVERAGE_GATE, COVERAGE_FLOOR, MARGIN_SCALE)
+        g = {k: gate_metrics(v, fusion, passes) for k, v in sorted(groups.items())}
+        table[floor] = {"|".join(map(str, k)): v for k, v in g.items()}
+        train = [m for k, m in g.items() if k[1] == "train"]
+        if all(m["silent"] >= SILENCE for m in train):
+            scored[floor] = min(m["answers"] for m in train)
+    best = max(scored, key=lambda f: (round(scored[f], 6), f))
+    return best, table
+
+
 def report(cases: list[Case]) -> dict:
     """Per set, split and size: the shipped ranking and gate beside the ranking and gate before issue #24 (cosine
     order, cosine >= 0.37), and the ranking alone (cosine, fusion)."""
@@ -352,6 +376,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
     parser.add_argument("--cached", action="store_true", help="score the pickled cases again")
     parser.add_argument("--gaps", action="store_true", help="print the gate's two populations (gap_table) only")
+    parser.add_argument("--floors", action="store_true", help="the cosine floor chosen on train (choose_floor) only")
     args = parser.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -364,6 +389,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.gaps:
         for key, row in gap_table(cases).items():
             print(f"{key:22} " + "  ".join(f"{k} {v}" for k, v in row.items()))
+        return 0
+    if args.floors:
+        best, table = choose_floor(cases)
+        print(f"floor chosen on train: {best} (silent/answers per set|split|size)")
+        for floor, row in table.items():
+            print(f"{floor:.2f} " + " ".join(f"{k} {v['silent']:.3f}/{v['answers']:.3f}" for k, v in row.items()))
         return 0
     res = report(cases)
     best, train = choose_coverage_gate(cases)
