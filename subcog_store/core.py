@@ -23,12 +23,15 @@ class Core:
 
     def __init__(self, path: str | os.PathLike, *, embedder: "Embedder | None" = None,
                  embedders: str = provider.LOCAL, clock: Clock = system_clock,
-                 environ: dict[str, str] | None = None, readonly: bool = False, fetch_model: bool = True):
+                 environ: dict[str, str] | None = None, readonly: bool = False, fetch_model: bool = True,
+                 deadline: float | None = None):
+        """`deadline` (`time.monotonic()`, a hook's): a PostgreSQL store stops waiting for its server then
+        (postgres/deadline.py); None: no limit (commands, the MCP server)."""
         self.path = str(path)
         self.readonly = readonly
         self.clock = clock
         self.environ = environ
-        self.con: "apsw.Connection" = connect(self.path, readonly=readonly)
+        self.con: "apsw.Connection" = connect(self.path, readonly=readonly, deadline=deadline)
         try:
             self.settings = self.load_settings()
         except BaseException:

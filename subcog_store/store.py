@@ -43,9 +43,9 @@ class Store:
 
     def __init__(self, path: str | os.PathLike, *, embedder: "Embedder | None" = None, clock: Clock = system_clock,
                  environ: dict[str, str] | None = None, readonly: bool = False, fetch_model: bool = True,
-                 embedders: str = provider.LOCAL):
+                 embedders: str = provider.LOCAL, deadline: float | None = None):
         self.core = Core(path, embedder=embedder, embedders=embedders, clock=clock, environ=environ,
-                         readonly=readonly, fetch_model=fetch_model)
+                         readonly=readonly, fetch_model=fetch_model, deadline=deadline)
 
     # -- the core's parts ------------------------------------------------------------------------------------
     @property

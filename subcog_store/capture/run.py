@@ -15,6 +15,8 @@ from subcog_store.scope import domain_for
 
 log = logging.getLogger("subcog_store.hook.capture")
 TIMEOUT_MARGIN_SECS = 5.0   # a run's minimum of work stops this long before the client's timeout (see README)
+STORE_MARGIN_SECS = 2.0     # a hook's run stops waiting for a silent PostgreSQL server this long before the
+#                             client's timeout (its report and its exit; the minimum of work stopped before)
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,8 @@ class HookOptions:
     timeout_secs: float | None = None       # what is left of the client's timeout when the run starts: the
     #                                         minimum of work stops before it (None: the minimum whatever the time)
     cwd: str | None = None                  # the session's directory: what new memories cite is found there
+    store_deadline: float | None = None     # a hook's: when a PostgreSQL store stops waiting for its server
+    #                                         (time.monotonic(); `waits_until`); None: no limit (commands)
 
     @classmethod
     def from_env(cls, db: Path, dry_run: bool = False, event: str = "pre-compact",
@@ -77,6 +81,14 @@ class HookOptions:
         """When a run's minimum of work stops (on `clock`): TIMEOUT_MARGIN_SECS before the client's timeout, the
         margin for the capture under way, the save and the exit (None: no timeout known)."""
         return None if self.timeout_secs is None else started + self.timeout_secs - TIMEOUT_MARGIN_SECS
+
+    def waits_until(self, now: float) -> float:
+        """When a hook's run stops waiting for its store's server (from `now`, on time.monotonic()): the end of its
+        budget or, when later, STORE_MARGIN_SECS before the client's timeout, past its minimum of work and the
+        save (`minimum_limit`): a silent server never holds the hook until the client kills it."""
+        if self.timeout_secs is None:
+            return now + self.budget_secs
+        return now + max(self.budget_secs, self.timeout_secs - STORE_MARGIN_SECS)
 
     @property
     def log_path(self) -> str:

@@ -104,7 +104,7 @@ def _open_store(run: Run, options: HookOptions):
         dry_without_db = options.dry_run and not Path(options.db).exists()
         return Store(":memory:" if dry_without_db else options.db, readonly=options.dry_run and not dry_without_db,
                      environ=options.environ, embedders=options.embedders,
-                     fetch_model=False)
+                     fetch_model=False, deadline=options.store_deadline)
     except ConfigError as e:
         run.fail(f"bad setting: {e}", e)
         return None

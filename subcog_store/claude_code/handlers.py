@@ -8,6 +8,7 @@ budget, nothing on stderr; details (content fingerprints only, never content) go
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -98,6 +99,7 @@ def dispatch(request: "HookRequest", *, on_recorded=None, on_answer=None) -> str
                                            environ=request.environ, budget_secs=request.budget(),
                                            embedders=request.embedders)
             options.on_recorded, options.timeout_secs = on_recorded, request.timeout_left()
+            options.store_deadline = options.waits_until(time.monotonic())
         except ConfigError as e:
             log.warning("%s: bad setting: %s", event, e)
             return capture_output(None, event, fmt, problem=str(e))

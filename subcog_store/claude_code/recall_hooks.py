@@ -46,14 +46,16 @@ def _output(event: str, text: str) -> str:
                       ensure_ascii=False)
 
 
-def _open(db: Path, environ: Mapping[str, str] | None = None, embedders: str = provider.LOCAL):
+def _open(db: Path, environ: Mapping[str, str] | None = None, embedders: str = provider.LOCAL,
+          deadline: float | None = None):
     """The store's core, or None when there is none yet (a hook never creates one just to read it). The core, not
-    the `Store` facade: recall needs no capture path (the facade imports the write service, policies, plugins)."""
+    the `Store` facade: recall needs no capture path (the facade imports the write service, policies, plugins).
+    `deadline` (`time.monotonic()`): a PostgreSQL server is not waited for past it (postgres/deadline.py)."""
     from subcog_store.core import Core
 
     if not is_postgres(db) and not Path(db).exists():
         return None
-    return Core(db, fetch_model=False, environ=environ, embedders=embedders)
+    return Core(db, fetch_model=False, environ=environ, embedders=embedders, deadline=deadline)
 
 
 def _event(name: str, payload: HookEvent | Mapping) -> HookEvent:
@@ -61,10 +63,12 @@ def _event(name: str, payload: HookEvent | Mapping) -> HookEvent:
     return payload if isinstance(payload, HookEvent) else HookEvent.from_payload(name, payload)
 
 
-def _begin(event: HookEvent, db: Path, store_factory, environ: Mapping[str, str] | None, embedders: str
-           ) -> tuple[str | None, str, float, object]:
-    """What both recall hooks start from: the session id, the project's domain, the start time, the store."""
-    store = store_factory(db) if store_factory else _open(db, environ, embedders)
+def _begin(event: HookEvent, db: Path, store_factory, environ: Mapping[str, str] | None, embedders: str,
+           budget_secs: float) -> tuple[str | None, str, float, object]:
+    """What both recall hooks start from: the session id, the project's domain, the start time, the store (which
+    stops waiting for a PostgreSQL server at the end of the hook's budget)."""
+    deadline = time.monotonic() + budget_secs
+    store = store_factory(db) if store_factory else _open(db, environ, embedders, deadline)
     return event.session_id, event.domain(environ), time.perf_counter(), store
 
 
@@ -80,7 +84,7 @@ def session_start(payload: HookEvent | Mapping, db: Path, store_factory=None, on
     source = event.source
     if source not in SOURCES:
         return ""
-    session_id, domain, started, store = _begin(event, db, store_factory, environ, embedders)
+    session_id, domain, started, store = _begin(event, db, store_factory, environ, embedders, budget_secs)
     if store is None:
         return ""
     with store:
@@ -162,7 +166,7 @@ def user_prompt_submit(payload: HookEvent | Mapping, db: Path, use_model: bool =
 
     event = _event("user-prompt-submit", payload)
     prompt = event.prompt
-    session_id, domain, started, store = _begin(event, db, store_factory, environ, embedders)
+    session_id, domain, started, store = _begin(event, db, store_factory, environ, embedders, budget_secs)
     if store is None:
         return ""
     with store:

@@ -43,7 +43,7 @@ def post_tool_use(payload: HookEvent | Mapping, db: Path, store_factory=None, on
         log.info("post-tool-use: no project directory in the hook input")
         return ""
     rel = touch.relative_to(root, event.file_path)
-    session_id, domain, started, store = _begin(event, db, store_factory, environ, embedders)
+    session_id, domain, started, store = _begin(event, db, store_factory, environ, embedders, budget_secs)
     if store is None:
         return ""
     with store:
@@ -71,7 +71,7 @@ def post_tool_use_failure(payload: HookEvent | Mapping, db: Path, use_model: boo
     if event.tool_name not in COMMAND_TOOLS or event.is_interrupt or not event.error or not event.error.strip():
         return ""
     error = event.error[-MAX_ERROR_CHARS:]
-    session_id, domain, started, store = _begin(event, db, store_factory, environ, embedders)
+    session_id, domain, started, store = _begin(event, db, store_factory, environ, embedders, budget_secs)
     if store is None:
         return ""
     with store:

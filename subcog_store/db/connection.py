@@ -116,15 +116,17 @@ def _describe(path: str, error: Exception) -> str:
     return f"{path}: {error}"
 
 
-def connect(path: str | os.PathLike, *, readonly: bool = False, migrate: bool = True) -> apsw.Connection:
+def connect(path: str | os.PathLike, *, readonly: bool = False, migrate: bool = True,
+            deadline: float | None = None) -> apsw.Connection:
     """Open (creating if needed) a subcog-store database, check it is ours, and migrate it to the latest schema.
 
     A file that is not a subcog-store database raises NotASubcogDatabase and is left untouched. A PostgreSQL
-    connection string (`postgresql://...`, `service=...`) opens that store (`postgres/adapter.py`).
+    connection string (`postgresql://...`, `service=...`) opens that store (`postgres/adapter.py`); `deadline`
+    (`time.monotonic()`, a hook's) is when it stops waiting for that server (SQLite's waits are the busy timeout).
     """
     path = str(path)
     if is_postgres(path):
-        return adapter.connect(path, migrate=migrate and not readonly)
+        return adapter.connect(path, migrate=migrate and not readonly, deadline=deadline)
     try:
         path.encode("utf-8")
     except UnicodeEncodeError:

@@ -27,7 +27,9 @@ import apsw
 
 from subcog_store.config import TRIGGER_SETTINGS
 from subcog_store.db.sqlfiles import q, queries
+from subcog_store.errors import DatabaseError
 from subcog_store.postgres import connection as pg
+from subcog_store.postgres.deadline import Deadline
 from subcog_store.postgres.vectors import Vector, from_wire
 
 if TYPE_CHECKING:
@@ -94,8 +96,8 @@ class PgConnection:
 
     dialect = DIALECT
 
-    def __init__(self, raw: "psycopg.Connection", conninfo: str):
-        self.raw, self.conninfo = raw, conninfo
+    def __init__(self, raw: "psycopg.Connection", conninfo: str, deadline: "Deadline | None" = None):
+        self.raw, self.conninfo, self.deadline = raw, conninfo, deadline
         self.filename = ""        # no file: the file-level safeguards (damage marker, spool) do not apply
         self.shown = pg.display(conninfo)
         self.lock_ms = 10_000     # how long the next write transaction waits for the store's lock
@@ -127,6 +129,8 @@ class PgConnection:
     def error(self, e: Exception) -> PgError:
         import psycopg.errors as errors
 
+        if self.deadline is not None and self.deadline.expired:
+            return PgError(self.deadline.words(self.shown))
         message = str(pg.describe_error(self.conninfo, e))
         if isinstance(e, errors.LockNotAvailable):
             return PgBusy(message)
@@ -155,6 +159,8 @@ class PgConnection:
         self.lock_ms = max(1, int(milliseconds))
 
     def close(self) -> None:
+        if self.deadline is not None:
+            self.deadline.disarm()
         self.raw.close()
 
 
@@ -169,15 +175,24 @@ def _params(params: dict | tuple | None) -> Any:
     return out
 
 
-def connect(conninfo: str, *, migrate: bool = True, connect_timeout: float = pg.CONNECT_TIMEOUT_SECS
-            ) -> PgConnection:
-    """Open a store on PostgreSQL for the data layer (see postgres/connection.py for what is checked)."""
+def connect(conninfo: str, *, migrate: bool = True, connect_timeout: float = pg.CONNECT_TIMEOUT_SECS,
+            deadline: float | None = None) -> PgConnection:
+    """Open a store on PostgreSQL for the data layer (see postgres/connection.py for what is checked).
+    `deadline` (`time.monotonic()`, a hook's): the connection never waits for the server past it
+    (postgres/deadline.py); a statement it cut short raises PgError saying so."""
+    import psycopg
     from psycopg import ClientCursor
 
-    raw = pg.connect(conninfo, migrate=migrate, connect_timeout=connect_timeout)
+    watch = None if deadline is None else Deadline(deadline)
+    raw = pg.connect(conninfo, migrate=migrate, connect_timeout=connect_timeout, deadline=watch)
+    con = PgConnection(raw, conninfo, watch)
     raw.cursor_factory = ClientCursor
-    _register_bytes_vectors(raw)
-    return PgConnection(raw, conninfo)
+    try:
+        _register_bytes_vectors(raw)
+    except psycopg.Error as e:
+        con.close()
+        raise DatabaseError(str(con.error(e))) from None
+    return con
 
 
 def _register_bytes_vectors(raw: "psycopg.Connection") -> None:

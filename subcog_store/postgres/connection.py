@@ -22,6 +22,8 @@ from subcog_store.postgres.vectors import register
 if TYPE_CHECKING:
     import psycopg
 
+    from subcog_store.postgres.deadline import Deadline
+
 DIALECT = "postgresql"
 CONNECT_TIMEOUT_SECS = 10
 APPLICATION_NAME = "subcog-store"
@@ -74,35 +76,40 @@ def _password(conninfo: str) -> str | None:
         return None
 
 
-def connect(conninfo: str, *, migrate: bool = True, connect_timeout: float = CONNECT_TIMEOUT_SECS
-            ) -> "psycopg.Connection":
+def connect(conninfo: str, *, migrate: bool = True, connect_timeout: float = CONNECT_TIMEOUT_SECS,
+            deadline: "Deadline | None" = None) -> "psycopg.Connection":
     """Open a subcog-store database on PostgreSQL (autocommit; transactions are explicit), check it is ours or
-    empty, and migrate it to the latest schema. Errors are DatabaseError (exit 4) with the cause in words."""
+    empty, and migrate it to the latest schema. Errors are DatabaseError (exit 4) with the cause in words.
+    `deadline` (a hook's): the connection opens before it or not at all, and is watched by it from then on."""
     try:
         import psycopg
     except ImportError:
         raise DatabaseError("PostgreSQL stores need psycopg 3 (pip install 'psycopg[binary]')") from None
     try:
-        con = _open(conninfo, connect_timeout)
+        con = _open(conninfo, connect_timeout, None if deadline is None else deadline.left())
     except psycopg.Error as e:
         raise DatabaseError(_describe(conninfo, e)) from None
     except Exception as e:  # noqa: BLE001 - a malformed string: psycopg raises ProgrammingError or ValueError
         raise DatabaseError(f"{display(conninfo)}: not a usable connection string ({type(e).__name__})") from None
+    if deadline is not None:
+        deadline.arm(con)
     try:
         if migrate:
             migrate_to_latest(con, conninfo)
         else:
             check_version(con, conninfo)
         register(con)
-    except psycopg.errors.InsufficientPrivilege as e:
+    except BaseException as e:
+        if deadline is not None:
+            deadline.disarm()
         con.close()
-        raise DatabaseError(f"{display(conninfo)}: this role may not use the store ({_first(e)}); see the "
-                            "README's role setup") from None
-    except psycopg.Error as e:
-        con.close()
-        raise DatabaseError(_describe(conninfo, e)) from None
-    except BaseException:
-        con.close()
+        if deadline is not None and deadline.expired:
+            raise DatabaseError(deadline.words(display(conninfo))) from None
+        if isinstance(e, psycopg.errors.InsufficientPrivilege):
+            raise DatabaseError(f"{display(conninfo)}: this role may not use the store ({_first(e)}); see the "
+                                "README's role setup") from None
+        if isinstance(e, psycopg.Error):
+            raise DatabaseError(_describe(conninfo, e)) from None
         raise
     return con
 
@@ -164,11 +171,11 @@ def _positive(value: object) -> float | None:
     return seconds if seconds > 0 else None
 
 
-def _open(conninfo: str, default_timeout: float) -> "psycopg.Connection":
+def _open(conninfo: str, default_timeout: float, at_most: float | None = None) -> "psycopg.Connection":
     """A psycopg connection (autocommit) opened within the conninfo's connect_timeout (else `default_timeout`)
-    seconds, to the fraction of a second: psycopg's own connect rounds it to whole seconds, at least 2, which
-    is more than a short hook budget allows. libpq's non-blocking start and poll, psycopg's connection on top.
-    A server silent past the time raises psycopg.errors.ConnectionTimeout."""
+    seconds, and `at_most` seconds when given, to the fraction of a second: psycopg's own connect rounds it to
+    whole seconds, at least 2, which is more than a short hook budget allows. libpq's non-blocking start and
+    poll, psycopg's connection on top. A server silent past the time raises psycopg.errors.ConnectionTimeout."""
     import selectors
     import time
 
@@ -177,6 +184,7 @@ def _open(conninfo: str, default_timeout: float) -> "psycopg.Connection":
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
     seconds = connect_timeout_of(conninfo, default_timeout)
+    seconds = seconds if at_most is None else min(seconds, at_most)
     params = {k: v for k, v in conninfo_to_dict(conninfo).items() if k != "connect_timeout"}
     params.setdefault("application_name", APPLICATION_NAME)
     deadline = time.monotonic() + seconds
