@@ -79,7 +79,7 @@ def hnsw_nearest(con, vector: np.ndarray, namespace: str, domain: str, k: int, f
     farthest is below max(floor, k-th of the scope), else the exact scan (which an HNSW miss does not signal)."""
     params = {"embedding": Vector(vector), "namespace": namespace, "domain": domain, "k": k,
               "candidates": HNSW_CANDIDATES}
-    rows = con.execute(q("find_semantic_candidates", "postgresql"), params).fetchall()
+    rows = con.execute(q("find_hnsw_candidates", "postgresql"), params).fetchall()
     if len(rows) >= HNSW_CANDIDATES:
         scope = [pg_knn.Hit(r[3], r[4], float(r[2]), r[0]) for r in rows if r[1] == domain]
         threshold = max(floor, scope[k - 1].similarity if len(scope) >= k else floor)

@@ -1,6 +1,7 @@
 """The semantic KNN (db/knn.py) against numpy brute force: every neighbour at or above the floor, in order, by
-each of its paths (complete, proved, second pass, float scan), with candidates from vec0 and from the sign bits
-a long-lived process keeps in memory (db/bitcache.py)."""
+each of its paths (complete, proved, second pass, float scan), with candidates from the stored sign bits (vec0's
+on SQLite, the memory_bits table on PostgreSQL) and from the sign bits a long-lived process keeps in memory
+(db/bitcache.py), on both backends."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,6 +12,7 @@ from subcog_store.db import memories as writer
 from subcog_store.db.connection import immediate
 
 FLOOR = 0.85
+BOTH_BACKENDS = True
 
 
 def unit(rows: np.ndarray) -> np.ndarray:
@@ -94,9 +96,9 @@ def test_large_scope_misses_no_neighbour_above_the_floor(vector_store) -> None:
     assert "proved" in paths or "second pass" in paths
 
 
-def test_second_pass_and_float_scan(vector_store, monkeypatch) -> None:
+def test_second_pass_and_float_scan(vector_store, monkeypatch, backend) -> None:
     """A first pass too small to prove anything, then a second too small to hold the bound: each path still
-    returns the exact neighbours."""
+    returns the exact neighbours (the brute force: vec0's float scan, PostgreSQL's exact scan)."""
     vectors = clustered(600, seed=4, spread=0.2)
     ids = fill(vector_store, vectors)
     monkeypatch.setattr(knn, "FIRST", 3)
@@ -104,7 +106,7 @@ def test_second_pass_and_float_scan(vector_store, monkeypatch) -> None:
     assert "second pass" in paths
     monkeypatch.setattr(knn, "CAP", 4)
     paths = assert_exact_above_floor(vector_store, vectors, ids, vectors[:30])
-    assert "float scan" in paths
+    assert ("float scan" if backend == "sqlite" else "exact scan") in paths
 
 
 def test_scopes_do_not_mix(vector_store) -> None:

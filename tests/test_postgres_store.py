@@ -27,7 +27,7 @@ SECRET = "hunter2-Sup3rS3cret"
 # Queries PostgreSQL never runs: SQLite's own file, migrations, vec0's candidates and the sign-bit cache's log
 # (db/bitcache.py reads PostgreSQL's vector_log with queries of its own).
 SQLITE_ONLY = {"create_migrations_table", "record_migration", "count_schema_objects", "vacuum",
-               "checkpoint_truncate", "quick_check", "find_semantic_candidates", "sign_bits",
+               "checkpoint_truncate", "quick_check", "sign_bits",
                "bits_log_newest", "bits_log_entry", "bits_since", "scope_bits", "salvage_memories",
                "salvage_memory"}
 # The sessions' text (db/session_text.py) is kept and searched in SQLite stores only for now (FTS5 and vec0).

@@ -95,7 +95,7 @@ def test_unique_runs_all_three_tiers(store, backend) -> None:
     assert result.tier_errors == {}
     assert set(result.tier_ms) == {"exact", "semantic", "recent"}
     assert all(n.similarity < 0.5 for n in result.neighbours)  # nothing near: only the floor's neighbours count
-    assert result.knn == ("complete" if backend == "sqlite" else "exact scan")   # a few vectors: scanned
+    assert result.knn == "complete"   # a few vectors: every one within the floor's Hamming bound re-scored
 
 
 def test_a_check_writes_its_log_row_and_nothing_else(store) -> None:

@@ -6,7 +6,8 @@ distance of a pair at cosine >= c exceeds `hamming_bound(c)` with probability be
 candidates by Hamming distance are re-scored with their float vectors; when they cannot be shown to hold the
 exact k nearest among the neighbours at or above the floor, a second, wider pass runs, and after it the float
 scan (the exact brute force). The candidates come from vec0, or, in a long-lived process, from the scope's sign
-bits held in memory (db/bitcache.py: one numpy scan serves both passes); the decisions are the same. bench/
+bits held in memory (db/bitcache.py: one numpy scan serves both passes); the decisions are the same. PostgreSQL
+has a `memory_bits` table of its own (bit(384), counted with bit_count) and its exact scan as the brute force. bench/
 bench_store.py measures both beside the float scan and numpy brute force on the bench corpus (recall of every
 neighbour >= 0.85: 1.0 at 10k, 100k and 1M); bench/bench_knn.py has the research.
 """
@@ -75,16 +76,12 @@ def nearest(con: apsw.Connection, vector: "np.ndarray", namespace: str, domain: 
     The Hamming bound also bounds the scan: vec0 keeps only rows within it, and the cost of its top-k
     selection grows with k times the rows kept (k=256 over 10k unbounded rows: 6 ms; bounded: 0.4 ms).
 
-    On PostgreSQL: every vector of the scope compared exactly (`postgres/knn.py`), "exact scan"; or, in a
-    long-lived process with the scope's sign bits in memory, the same passes as here, re-scored by PostgreSQL,
-    with the exact scan as the brute force ("cached complete", ...)."""
+    On PostgreSQL: the same passes, the candidates from its own `memory_bits` table (migration PG 012) or, in a
+    long-lived process, from the scope's sign bits in memory, re-scored by PostgreSQL, with the exact scan of the
+    scope (`postgres/knn.py`) as the brute force ("exact scan")."""
     from subcog_store.db import bitcache   # here: it imports numpy, which the exact-tier path never needs
 
     cache = bitcache.lookup(con, namespace, domain)
-    if is_postgres_connection(con):
-        if cache is None:
-            found, how = pg_knn.nearest(con.raw, vector, namespace, domain, k, floor)
-            return [Hit(*hit) for hit in found], how
     params = {"embedding": vector.astype("float32").tobytes(), "namespace": namespace, "domain": domain, "k": k}
     scan = _cached_scan(con, cache, params) if cache else _vec0_scan(con, params)
     prefix = "cached " if cache else ""
@@ -113,7 +110,8 @@ Scan = Callable[[int, int], tuple[list[Hit], int, int]]
 
 
 def _vec0_scan(con: apsw.Connection, params: dict) -> Scan:
-    """Candidates from vec0's sign bits: the hits, how many candidates there were, the farthest's distance."""
+    """Candidates from the stored sign bits (vec0's; PostgreSQL's memory_bits table): the hits, how many
+    candidates there were, the farthest's distance."""
     def scan(candidates: int, max_hamming: int) -> tuple[list[Hit], int, int]:
         rows = con.execute(q("find_semantic_candidates"),
                            params | {"candidates": candidates, "max_hamming": max_hamming}).fetchall()

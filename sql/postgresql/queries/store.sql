@@ -46,23 +46,23 @@ insert into memory_vectors (memory_seq, namespace, domain, embedding)
 values (%(seq)s, %(namespace)s, %(domain)s, %(embedding)s);
 
 -- name: insert_bits
--- No sign bits on PostgreSQL: the HNSW index of the namespace gives the candidates (postgres/knn.py).
+-- Nothing to do: memory_bits follows memory_vectors by its triggers (migration 012).
 select 1 where false;
 
 -- name: delete_bits
--- No sign bits on PostgreSQL.
+-- Nothing to do: memory_bits rows go with their vector (on delete cascade).
 select 1 where false;
 
 -- name: move_bits
--- No sign bits on PostgreSQL.
+-- Nothing to do: memory_bits follows memory_vectors by its triggers.
 select 1 where false;
 
 -- name: log_bits
--- No sign bits on PostgreSQL.
+-- Nothing to do: the caches read vector_log (migration 011).
 select 1 where false;
 
 -- name: bits_mismatch
--- No sign bits on PostgreSQL, so none is ever stale.
+-- Nothing to do: the triggers keep memory_bits equal to its vectors.
 select 1 where false;
 
 -- name: park_vector
@@ -124,18 +124,34 @@ order by (v.embedding <#> %(embedding)s) + 0, m.seq
 limit %(k)s;
 
 -- name: outdated_candidates
--- The k nearest current memories of a domain, every namespace (the changed-facts-by-subject detector), exact.
+-- The k nearest current memories of a domain, every namespace (the changed-facts-by-subject detector's
+-- candidates), as SQLite's query of this name: the %(candidates)s nearest by sign bits (memory_bits, migration
+-- 012) re-scored exactly, a top-k heuristic (dedup/outdated.py says how often it misses one of the exact k).
+with query as (
+  select subcog_sign_bits(%(embedding)s) as bits
+), cand as (
+  select memory_seq
+  from (
+    select b.memory_seq, bit_count(b.bits # query.bits) as hamming
+    from memory_bits b cross join query
+    where b.domain = %(domain)s
+    offset 0
+  ) counted
+  order by hamming, memory_seq
+  limit %(candidates)s
+)
 select m.id, m.namespace, m.content, m.created_at, -(v.embedding <#> %(embedding)s) as similarity
-from memory_vectors v
-join memories m on m.seq = v.memory_seq
-where v.domain = %(domain)s
-  and m.status = 'active'
+from cand
+join memory_vectors v on v.memory_seq = cand.memory_seq
+join memories m on m.seq = cand.memory_seq
+where m.status = 'active'
   and m.successor_id is null
-order by (v.embedding <#> %(embedding)s) + 0, m.seq
+order by similarity desc, m.seq
 limit %(k)s;
 
 -- name: outdated_candidates_exact
--- The same (SQLite's fallback for a store without sign bits; here the query above is already exact).
+-- The k nearest current memories of a domain, every namespace, exact (SQLite's fallback for a store without
+-- sign bits; bench/bench_outdated_pool.py's baseline).
 select m.id, m.namespace, m.content, m.created_at, -(v.embedding <#> %(embedding)s) as similarity
 from memory_vectors v
 join memories m on m.seq = v.memory_seq

@@ -14,6 +14,37 @@ join memories m on m.seq = n.memory_seq
 order by n.similarity desc, m.seq;
 
 -- name: find_semantic_candidates
+-- The check's candidates from sign bits (memory_bits, migration 012), as SQLite's query of this name: the
+-- %(candidates)s nearest of the scope by Hamming distance (none beyond %(max_hamming)s), re-scored exactly with
+-- their vectors; each row also carries how many candidates there were and the Hamming distance of the farthest,
+-- which tell db/knn.py whether the answer is complete. ("offset 0": the distance is counted once a row.)
+with query as (
+  select subcog_sign_bits(%(embedding)s) as bits
+), cand as (
+  select memory_seq, hamming
+  from (
+    select b.memory_seq, bit_count(b.bits # query.bits) as hamming
+    from memory_bits b cross join query
+    where b.namespace = %(namespace)s and b.domain = %(domain)s
+    offset 0
+  ) counted
+  where hamming <= %(max_hamming)s
+  order by hamming, memory_seq
+  limit %(candidates)s
+), scored as (
+  select cand.memory_seq, -(v.embedding <#> %(embedding)s) as similarity,
+         count(*) over () as n_candidates, max(cand.hamming) over () as max_hamming
+  from cand
+  join memory_vectors v on v.memory_seq = cand.memory_seq
+)
+select m.id, m.content, scored.similarity, scored.n_candidates, scored.max_hamming, m.seq
+from scored
+join memories m on m.seq = scored.memory_seq
+where m.status = 'active'
+order by scored.similarity desc, m.seq
+limit %(k)s;
+
+-- name: find_hnsw_candidates
 -- The HNSW candidates the check read before migration 010 (bench/bench_postgres.py's baseline, on the index it
 -- builds): the nearest vectors of a namespace by pgvector's graph, every domain's, nearest first.
 select n.memory_seq, n.domain, n.similarity, m.id, case when n.domain = %(domain)s then m.content end
