@@ -8,17 +8,20 @@ the three tiers, the decision log): `check_duplicate` of a held-out query senten
 `capture` of another (stored: memory, vector, recent row, check row, decision), and `search` of a query over the
 domain. Vectors come from the cache (a lookup embedder): the model's time is the same on both and not measured.
 
-Writers: N processes for D seconds capture texts drawn at random: a quarter each a group's base sentence, its
-exact repeat (case and spacing changed), its rewording (its nearest corpus neighbour that a serial capture into
-an empty store skips as a semantic duplicate), and a new corpus sentence (each writer its own). Then: lost (a capture answered but its text held by no
+Writers: N processes for D seconds capture texts drawn at random, a third each: a group's text repeated exactly
+(the base sentence, or it in other case and spacing), its rewording (phrases swapped for others of the same
+meaning, embedded by the real model, which a serial capture into an empty store skips as a semantic duplicate of
+the base in either order), and a new corpus sentence (each writer its own). Then: lost (a capture answered but its text held by no
 active memory), stored twice (an exact repeat or a rewording active beside its base), errors (any exception), and
 captures per second; SQLite first, then PostgreSQL, with the same pool and seed. `--scopes K` spreads the texts
 over K domains (teammates' projects; a group's texts in one), and `postgresql-store-lock` is PostgreSQL with
 every writer taking the store's one lock (the baseline of the per-scope locks), `--rounds` alternating them.
 
-`--cache`: the scope's sign bits in memory where the warm worker and the MCP server keep them (db/bitcache.py,
-its thresholds: SQLite from 50k, PostgreSQL from 5k), and PostgreSQL's exact scan beside them ("postgresql-scan":
-a hook without the worker; checks only, on the same database), the three alternating call by call.
+Checks on PostgreSQL also run with the exact scan of the scope as the KNN ("postgresql-exact", the check before
+PostgreSQL's stored sign bits, migration PG 012; checks only, on the same database). `--cache`: the scope's sign
+bits in memory where the warm worker and the MCP server keep them (db/bitcache.py, its thresholds: SQLite from
+50k, PostgreSQL from 5k), and PostgreSQL without them beside ("postgresql-nocache": a hook without the worker, a
+command), all alternating call by call.
 
     nice -n 10 python -m bench.bench_pg_store [--sizes 10000] [--calls 200] [--writers 8] [--seconds 120] [--cache]
 """
@@ -83,6 +86,16 @@ def extended(vectors: np.ndarray, n: int, seed: int = 11) -> np.ndarray:
 
 
 # -- latency ---------------------------------------------------------------------------------------------------
+def _exact_scan(con, vector, namespace: str, domain: str, k: int, floor: float):
+    """The PostgreSQL check's KNN before its sign bits (migration PG 012): every vector of the scope compared
+    ("postgresql-exact", the baseline)."""
+    from subcog_store.db.knn import Hit
+    from subcog_store.postgres import knn as pg_knn
+
+    found, how = pg_knn.nearest(con.raw, vector, namespace, domain, k, floor)
+    return [Hit(*hit) for hit in found], how
+
+
 OPS = ("check", "capture", "search")
 # where a check's time goes: its three tiers (CheckResult.tier_ms), and the rest (the snapshot's newest row, the
 # check's log row written in its own transaction, Python)
@@ -92,11 +105,15 @@ PARTS = ("check: exact", "check: semantic", "check: recent", "check: the rest")
 def latency(n: int, corpus, vectors: np.ndarray, qvectors: np.ndarray, server, calls: int, offset: int = 0,
             cache: bool = False) -> dict:
     """Check, capture and search latency; the checks of queries offset.. (the near neighbours at or above 0.85 of
-    each among the corpus rows, by numpy: how many the check's neighbours hold, per backend). `cache`: the scope's
-    sign bits in memory where the warm worker and the MCP server keep them (db/bitcache.py, its thresholds), and
-    PostgreSQL once more without them ("postgresql-scan": a hook run without the worker), the three alternating."""
+    each among the corpus rows, by numpy: how many the check's neighbours hold, per backend); PostgreSQL's check
+    once more with its KNN the exact scan of the scope ("postgresql-exact": before its sign bits), alternating.
+    `cache`: the scope's sign bits in memory where the warm worker and the MCP server keep them (db/bitcache.py,
+    its thresholds), and PostgreSQL once more without them ("postgresql-nocache": a hook run without the worker,
+    a command: the stored sign bits), all alternating."""
     from subcog_store.db import bitcache
+    from subcog_store.db import knn as knn_mod
 
+    by_sign_bits = knn_mod.nearest
     matrix = np.ascontiguousarray(vectors[:n])
     lite_path = OUT / f"pg-store-bench-{n}.db"
     build_store(lite_path, corpus.sentences[:n], matrix)
@@ -104,8 +121,11 @@ def latency(n: int, corpus, vectors: np.ndarray, qvectors: np.ndarray, server, c
     pg_build = build_postgres(url, corpus.sentences[:n], matrix, hnsw=False)
     known = {content_hash(t): v for t, v in zip(corpus.queries, qvectors)}
     stores = {"sqlite": _store(lite_path, known), "postgresql": _store(url, known)}
+    checks_only = {"postgresql-nocache", "postgresql-exact"}   # the same database as "postgresql": checks only
     if cache:
-        stores["postgresql-scan"] = _store(url, known)
+        stores["postgresql-nocache"] = _store(url, known)
+    stores["postgresql-exact"] = _store(url, known)
+    if cache:
         bitcache.enable()
         for backend in ("sqlite", "postgresql"):
             started = time.perf_counter()
@@ -120,9 +140,11 @@ def latency(n: int, corpus, vectors: np.ndarray, qvectors: np.ndarray, server, c
             sims = matrix @ qvectors[j]
             top = np.argsort(-sims)[:K]
             for backend, store in stores.items():
-                bitcache.enable(cache and backend != "postgresql-scan")
+                bitcache.enable(cache and backend not in checks_only)
+                knn_mod.nearest = _exact_scan if backend == "postgresql-exact" else by_sign_bits
                 t0 = time.perf_counter()
                 result = store.check_duplicate(corpus.queries[j], NAMESPACE, DOMAIN)
+                knn_mod.nearest = by_sign_bits
                 times["check"][backend].append((time.perf_counter() - t0) * 1000)
                 for tier in ("exact", "semantic", "recent"):
                     times[f"check: {tier}"][backend].append(result.tier_ms.get(tier, 0.0))
@@ -132,7 +154,7 @@ def latency(n: int, corpus, vectors: np.ndarray, qvectors: np.ndarray, server, c
                 wanted, found = near_neighbours_found(got, sims, top)
                 near[backend][0] += wanted
                 near[backend][1] += found
-                if backend == "postgresql-scan":   # the same database as "postgresql": its captures are repeats
+                if backend in checks_only:   # the same database as "postgresql": its captures are repeats
                     continue
                 t0 = time.perf_counter()
                 store.capture(corpus.queries[half + j], NAMESPACE, DOMAIN)
@@ -151,43 +173,64 @@ def latency(n: int, corpus, vectors: np.ndarray, qvectors: np.ndarray, server, c
 
 
 # -- writers ---------------------------------------------------------------------------------------------------
+# Phrases swapped for others of the same meaning (names, numbers and facts kept): a base sentence of the corpus
+# with every one it holds swapped is its rewording, which the real model embeds.
+REWORDINGS = [
+    ("Decided to use", "We picked"), ("instead of", "rather than"), ("because", "since"), ("We chose", "We picked"),
+    ("listens on port", "serves on port"), ("talks to it", "reaches it"), ("breaks", "crashes"),
+    ("Set the", "Changed the"), ("caused cascading", "led to cascading"), ("wrap every", "put every"),
+    ("at most", "no more than"), ("fails when", "breaks when"), ("fixed it by", "solved it by"),
+    ("must be idempotent", "has to be idempotent"), ("takes", "needs"), ("took", "needed"),
+    ("adds an index", "creates an index"), ("Never call", "Do not call"), ("read from", "consume from"),
+    ("asked that all", "requested that all"), ("is capped at", "is limited to"),
+    ("changed the default", "altered the default"), ("answers", "returns"), ("rejects", "refuses"),
+    ("is written in", "is implemented in"), ("gates", "guards"), ("remove it once", "delete it once"),
+    ("in batches of", "in chunks of"), ("validate input", "check input"), ("must answer", "has to respond"),
+    ("owns the", "is the owner of the"), ("Bumped", "Upgraded"), ("falls back to", "reverts to"),
+    ("writes", "produces"), ("go to", "are sent to"), ("caches the", "stores the"), ("come from", "are loaded from"),
+]
+
+
+def reworded(text: str) -> str | None:
+    """`text` with every phrase of REWORDINGS it holds swapped (None: it holds none)."""
+    out = text
+    for phrase, other in REWORDINGS:
+        out = out.replace(phrase, other)
+    return out if out != text else None
+
+
 def pool(corpus, vectors: np.ndarray, groups: int, seed: int = 7) -> tuple[list[dict], dict[str, np.ndarray]]:
-    """Groups of (base, exact repeat, rewording): the rewording is the base's nearest corpus neighbour that a
-    serial capture skips as a semantic duplicate of it (checked in a throwaway SQLite store)."""
+    """Groups of (base, exact repeat, rewording): a corpus sentence, itself in other case and spacing, and its
+    rewording (`reworded`, embedded by the real model) that a serial capture into an empty store skips as a
+    semantic duplicate of the base in either order (checked in a throwaway SQLite store), so any order the
+    writers capture them in must store one; then the new texts (every other corpus sentence)."""
     import tempfile
 
     rng = random.Random(seed)
-    n = len(vectors)
+    order = list(range(len(vectors)))
+    rng.shuffle(order)
+    tried = [(i, other) for i in order[:20 * groups] if (other := reworded(corpus.sentences[i]))][:4 * groups]
+    other_vectors, _ = corpus_mod.embed_cached([other for _, other in tried], log=lambda *a, **k: None)
     out, known, used = [], {}, set()
-    nearest, best = np.zeros(n, dtype=int), np.zeros(n)
-    for start in range(0, n, 1000):          # each sentence's nearest other one, in blocks
-        sims = vectors[start:start + 1000] @ vectors.T
-        sims[np.arange(len(sims)), np.arange(start, start + len(sims))] = -1
-        nearest[start:start + 1000], best[start:start + 1000] = sims.argmax(1), sims.max(1)
-    candidates = [i for i in range(n) if best[i] >= 0.9]
-    rng.shuffle(candidates)
     with tempfile.TemporaryDirectory() as tmp:
-        probe = _store(Path(tmp) / "probe.db", known)   # one scope (domain) per pair: nothing else is near
-        for i in candidates[:2000]:
+        probe = _store(Path(tmp) / "probe.db", known)   # one scope (domain) per order: nothing else is near
+        for (i, other), other_vector in zip(tried, other_vectors):
             if len(out) >= groups:
                 break
-            j = int(nearest[i])
-            if i in used or j in used:
-                continue
-            base, other = corpus.sentences[i], corpus.sentences[j]
-            vecs = {content_hash(base): vectors[i], content_hash(other): vectors[j]}
-            known.update(vecs)
+            base = corpus.sentences[i]
+            known.update({content_hash(base): vectors[i], content_hash(other): other_vector})
             probe.capture(base, NAMESPACE, f"p{i}")
-            if probe.capture(other, NAMESPACE, f"p{i}").decision != "semantic_skip":
+            probe.capture(other, NAMESPACE, f"q{i}")
+            if probe.capture(other, NAMESPACE, f"p{i}").decision != "semantic_skip" or \
+                    probe.capture(base, NAMESPACE, f"q{i}").decision != "semantic_skip":
                 continue
-            used.update((i, j))
-            repeat = "  " + base.upper() + "  "
-            out.append({"base": base, "repeat": repeat, "reworded": other})
+            used.add(i)
+            out.append({"base": base, "repeat": "  " + base.upper() + "  ", "reworded": other})
         probe.close()
-    for i in range(n):                         # new texts: every other corpus sentence
+    for i in range(len(vectors)):              # new texts: every other corpus sentence
         if i not in used:
             known[content_hash(corpus.sentences[i])] = vectors[i]
-    out.append({"new": [corpus.sentences[i] for i in range(n) if i not in used]})
+    out.append({"new": [corpus.sentences[i] for i in range(len(vectors)) if i not in used]})
     return out, known
 
 
@@ -223,8 +266,9 @@ def _writer(target: str, pool_path: str, seed: int, seconds: float, go: str, out
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         group = rng.choice(groups)
-        kind = rng.choice(("base", "repeat", "reworded", "new"))
-        text = next(mine, group["base"]) if kind == "new" else group[kind]
+        kind = rng.choice(("repeat", "reworded", "new"))   # a third each, as the issue names them
+        text = (next(mine, group["base"]) if kind == "new" else group["reworded"] if kind == "reworded"
+                else group[rng.choice(("base", "repeat"))])   # an exact repeat: the text itself or its case/spacing
         domain = scope_of(group["base"] if kind != "new" else text, scopes)
         try:
             r = store.capture(text, NAMESPACE, domain)
