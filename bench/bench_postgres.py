@@ -32,7 +32,6 @@ from bench.bench_store import DOMAIN, FLOOR, K, NAMESPACE, build_store, machine_
     near_neighbours_found, p50_95  # noqa: E402
 from subcog_store.db import knn as sqlite_knn  # noqa: E402
 from subcog_store.db.connection import connect as connect_sqlite  # noqa: E402
-from subcog_store.db.sqlfiles import q  # noqa: E402
 from subcog_store.postgres import knn as pg_knn  # noqa: E402
 from subcog_store.postgres.connection import connect as connect_pg  # noqa: E402
 from subcog_store.postgres.vectors import Vector, register  # noqa: E402
@@ -73,13 +72,29 @@ def build_postgres(url: str, sentences: list[str], vectors: np.ndarray, hnsw: bo
     return {"load_s": round(loaded, 1), "index_build_s": round(built, 1)}
 
 
+# The HNSW candidates the check read before migration PG 010 (on the index this bench builds): the nearest vectors
+# of a namespace by pgvector's graph, every domain's, nearest first (the product no longer runs it).
+HNSW_CANDIDATES_SQL = """
+select n.memory_seq, n.domain, n.similarity, m.id, case when n.domain = %(domain)s then m.content end
+from (
+  select memory_seq, domain, -(embedding <#> %(embedding)s) as similarity
+  from memory_vectors
+  where namespace = %(namespace)s
+  order by embedding <#> %(embedding)s
+  limit %(candidates)s
+) n
+join memories m on m.seq = n.memory_seq
+order by n.similarity desc, n.memory_seq;
+"""
+
+
 def hnsw_nearest(con, vector: np.ndarray, namespace: str, domain: str, k: int, floor: float
                  ) -> tuple[list[pg_knn.Hit], str]:
     """The PostgreSQL check before migration 010: the namespace's HNSW candidates, taken as the answer when the
     farthest is below max(floor, k-th of the scope), else the exact scan (which an HNSW miss does not signal)."""
     params = {"embedding": Vector(vector), "namespace": namespace, "domain": domain, "k": k,
               "candidates": HNSW_CANDIDATES}
-    rows = con.execute(q("find_hnsw_candidates", "postgresql"), params).fetchall()
+    rows = con.execute(HNSW_CANDIDATES_SQL, params).fetchall()
     if len(rows) >= HNSW_CANDIDATES:
         scope = [pg_knn.Hit(r[3], r[4], float(r[2]), r[0]) for r in rows if r[1] == domain]
         threshold = max(floor, scope[k - 1].similarity if len(scope) >= k else floor)

@@ -44,20 +44,6 @@ where m.status = 'active'
 order by scored.similarity desc, m.seq
 limit %(k)s;
 
--- name: find_hnsw_candidates
--- The HNSW candidates the check read before migration 010 (bench/bench_postgres.py's baseline, on the index it
--- builds): the nearest vectors of a namespace by pgvector's graph, every domain's, nearest first.
-select n.memory_seq, n.domain, n.similarity, m.id, case when n.domain = %(domain)s then m.content end
-from (
-  select memory_seq, domain, -(embedding <#> %(embedding)s) as similarity
-  from memory_vectors
-  where namespace = %(namespace)s
-  order by embedding <#> %(embedding)s
-  limit %(candidates)s
-) n
-join memories m on m.seq = n.memory_seq
-order by n.similarity desc, n.memory_seq;
-
 -- name: vector_log_newest
 -- A scope's newest committed revision and the memory it logged (seq, id): where a cache's first load starts
 -- (db/bitcache.py). Read before the scope's vectors: each of its revisions up to here is in what they read.
