@@ -134,6 +134,12 @@ def rrf(side_a: np.ndarray, side_b: np.ndarray, k: float, wa: float, wb: float) 
     return np.where(ra > 0, wa / (k + ra), 0) + np.where(rb > 0, wb / (k + rb), 0)
 
 
+def _z(values: np.ndarray, best: int | None = None) -> np.ndarray:
+    """Standard scores of a query's candidates, the mean and spread taken over all of them or over the `best`."""
+    ref = values if best is None else np.sort(values)[::-1][:best]
+    return (values - ref.mean()) / max(float(ref.std()), 1e-9)
+
+
 def formulas() -> dict[str, object]:
     """name -> score(case): the halves, the shipped fusion (approximately: every candidate, no cut-off) and the
     candidates."""
@@ -185,6 +191,11 @@ def formulas() -> dict[str, object]:
         f[f"cosine + 0.5 x clip({scale} / cosine standout, 1, {cap:g}) x coverage^3"] = (
             lambda scale, cap: lambda c: c.cos + 0.5 * standout_weight(np.sort(c.cos)[::-1][:50], scale, cap)
             * c.coverage ** 3)(scale, cap)
+    for w in (0.5, 1.0):   # tried and dropped (RESULTS.md, round 4d): both sides on one scale, per query
+        f[f"z(cosine) + {w} x z(coverage), over every candidate"] = (
+            lambda w: lambda c: _z(c.cos) + w * _z(c.coverage))(w)
+        f[f"z(cosine) + {w} x z(coverage), over the best 50 of each"] = (
+            lambda w: lambda c: _z(c.cos, 50) + w * _z(c.coverage, 50))(w)
     f["cosine (prompt) + 0.1 x coverage + 0.05 x identifier"] = lambda c: c.cos + 0.1 * c.coverage + 0.05 * \
         np.minimum(c.ident, 2)
     return f
