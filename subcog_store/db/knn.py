@@ -87,8 +87,8 @@ def nearest(con: apsw.Connection, vector: "np.ndarray", namespace: str, domain: 
     prefix = "cached " if cache else ""
     try:
         hits, count, farthest = scan(FIRST, hamming_bound(floor))
-    except apsw.SQLError as e:   # a store opened read-only before migration 008: the float scan still answers
-        if "memory_bits" not in str(e):
+    except apsw.SQLError as e:   # a store opened read-only before migration 008 (PostgreSQL: 012): the float scan
+        if "memory_bits" not in str(e) and "subcog_sign_bits" not in str(e):   # still answers
             raise
         return _float_scan(con, params), "float scan (no bits)"
     if count < FIRST:

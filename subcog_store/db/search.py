@@ -52,7 +52,7 @@ def nearest_current(con: "apsw.Connection", embedding: bytes, domain: str, k: in
     params = {"embedding": embedding, "k": k, "domain": domain, "candidates": candidates}
     try:
         return con.execute(q("outdated_candidates"), params).fetchall()
-    except Error as e:
-        if "memory_bits" not in str(e):
+    except Error as e:   # before migration 008 (PostgreSQL: 012), opened read-only
+        if "memory_bits" not in str(e) and "subcog_sign_bits" not in str(e):
             raise
     return con.execute(q("outdated_candidates_exact"), params).fetchall()
