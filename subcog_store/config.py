@@ -137,6 +137,8 @@ def _specs() -> list[Spec]:
         Spec("knn_cache_min_rows", _int, 50_000, 0, 10**12, scope=p, help="the warm worker and the MCP server "
              "hold the sign bits of a scope with at least this many memories in memory (db/bitcache.py; a tenth of it "
              "on PostgreSQL)"),
+        Spec("hook_timeout_secs", _float, 30.0, 1.0, 3600.0, scope=p, help="the client's timeout for the capture "
+             "hooks (`install-hooks` writes 30 s): a capture's minimum of work stops 5 s before it"),
         Spec("hook_answer_secs", _float, 0.01, 0.0, 600.0, scope=p, help="a capture hook the warm worker runs "
              "answers when its capture is done or after this long, whichever is first; the capture then finishes "
              "in the background"),

@@ -400,6 +400,10 @@ def test_a_hooks_budget_counts_its_process_start_up(monkeypatch):
     via_worker = HookRequest("pre-compact", b"{}", environ, budget_secs=12.0)
     assert via_worker.budget() == 12.0 and via_worker.timeout_left() == CAPTURE_TIMEOUT_SECS - 8.0
     assert HookRequest("pre-compact", b"{}", environ).timeout_left() == CAPTURE_TIMEOUT_SECS
+    longer = {**environ, "SUBCOG_HOOK_TIMEOUT_SECS": "90"}   # the user gave the capture hooks another timeout
+    assert HookRequest("pre-compact", b"{}", longer, budget_secs=12.0).timeout_left() == 90.0 - 8.0
+    bad = {**environ, "SUBCOG_HOOK_TIMEOUT_SECS": "soon"}    # a bad value: the default (its check names it)
+    assert HookRequest("pre-compact", b"{}", bad).timeout_left() == CAPTURE_TIMEOUT_SECS
 
 
 def test_every_record_before_the_saved_offset_was_captured(tmp_path):

@@ -58,6 +58,13 @@ def hook_mode(request):
     _mode["env"] = {}
 
 
+# A budget and a client's timeout no load uses up, for the tests that check exactly what a run captures: at load 15
+# and more a hook's start-up alone ate the default budget (it counts from the process's start) and the run stopped
+# early. What a run does when its time runs out is checked on a fake clock (tests/test_faults.py).
+UNHURRIED = {"SUBCOG_HOOK_BUDGET_SECS": "600", "SUBCOG_HOOK_TIMEOUT_SECS": "3600"}
+BROKEN_RUN_SECS = 900   # a subprocess timeout: bounds a broken run only
+
+
 def base_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return clean_environ({"SUBCOG_HOOK_LOG": str(tmp_path / "hook.log"), **_mode["env"], **extra})
 
@@ -162,7 +169,8 @@ def test_invalid_utf8_lines_cost_only_themselves(tmp_path):
            b"\xc3\x28 not utf-8 at all\n", b'{"type": "assistant", "message": {"content": "\xed\xa0\x80"}}\n']
     path.write_bytes(b"".join(good[:5] + bad + good[5:]))
     db = tmp_path / "s.db"
-    message = accepted(hook(tmp_path, db, payload(path)), tmp_path)
+    message = accepted(hook(tmp_path, db, payload(path), env=base_env(tmp_path, **UNHURRIED),
+                            timeout=BROKEN_RUN_SECS), tmp_path)
     assert message == "subcog: captured 7 memories, skipped 1 duplicate"
     assert count_memories(db) == 7
 
@@ -170,10 +178,13 @@ def test_invalid_utf8_lines_cost_only_themselves(tmp_path):
 def test_torn_last_line(tmp_path):
     db = tmp_path / "s.db"
     path = copy_sample(tmp_path, "session-b")
-    assert accepted(hook(tmp_path, db, payload(path)), tmp_path) == "subcog: captured 6 memories, skipped 0 duplicates"
+    env = base_env(tmp_path, **UNHURRIED)
+    assert accepted(hook(tmp_path, db, payload(path), env=env, timeout=BROKEN_RUN_SECS),
+                    tmp_path) == "subcog: captured 6 memories, skipped 0 duplicates"
     with path.open("ab") as f:
         f.write(b' use Kafka for the order events, because consumers must replay a week of history."}]}}\n')
-    assert accepted(hook(tmp_path, db, payload(path)), tmp_path) == "subcog: captured 1 memory, skipped 0 duplicates"
+    assert accepted(hook(tmp_path, db, payload(path), env=env, timeout=BROKEN_RUN_SECS),
+                    tmp_path) == "subcog: captured 1 memory, skipped 0 duplicates"
 
 
 def test_a_100_mb_transcript_finishes_within_the_budget(tmp_path):
@@ -228,13 +239,13 @@ def test_a_briefly_locked_database_is_waited_for(tmp_path):
     locker = lock(db, 600)
     try:
         proc = run_hook("pre-compact", payload(copy_sample(tmp_path, "session-a")), db=db,
-                        environ=base_env(tmp_path, SUBCOG_HOOK_BUDGET_SECS="600"), background=True)
+                        environ=base_env(tmp_path, **UNHURRIED), background=True)
         opened = wait_for(lambda: opened_by_another(db, locker.pid) or proc.poll() is not None, step=0.05)
         assert opened and proc.poll() is None, "the hook ended before it opened the store"
     finally:
         locker.kill()
         locker.wait()
-    out, err = proc.communicate(timeout=120)
+    out, err = proc.communicate(timeout=BROKEN_RUN_SECS)
     message = accepted(subprocess.CompletedProcess(proc.args, proc.returncode, out, err), tmp_path)
     assert message == "subcog: captured 7 memories, skipped 1 duplicate"
 
@@ -310,11 +321,13 @@ def test_the_model_missing_falls_back_to_the_text_tier(tmp_path):
     empty = tmp_path / "no-model"
     empty.mkdir()
     db = tmp_path / "s.db"
-    env = base_env(tmp_path, SUBCOG_MODEL_DIR=str(empty))
-    message = accepted(hook(tmp_path, db, payload(copy_sample(tmp_path, "session-a")), env=env), tmp_path)
+    env = base_env(tmp_path, SUBCOG_MODEL_DIR=str(empty), **UNHURRIED)
+    message = accepted(hook(tmp_path, db, payload(copy_sample(tmp_path, "session-a")), env=env,
+                            timeout=BROKEN_RUN_SECS), tmp_path)
     assert message == "subcog: captured 7 memories, skipped 1 duplicate"
     assert "semantic tier off" in (tmp_path / "hook.log").read_text()
-    message = accepted(hook(tmp_path, db, payload(copy_sample(tmp_path, "session-b"), "sess-b"), env=env), tmp_path)
+    message = accepted(hook(tmp_path, db, payload(copy_sample(tmp_path, "session-b"), "sess-b"), env=env,
+                            timeout=BROKEN_RUN_SECS), tmp_path)
     assert message.startswith("subcog: captured ")
     assert count_memories(db) > 7
 
@@ -538,9 +551,9 @@ def test_an_earlier_installs_command_path_keeps_working_and_is_rewritten(tmp_pat
     today = data["hooks"]["PreCompact"][0]["hooks"][0]["command"]
     assert "/claude_code/command.py" in today
     old = today.replace("/claude_code/command.py", "/hook/command.py")
-    env = base_env(tmp_path, SUBCOG_DB=str(tmp_path / "old.db"), SUBCOG_HOOK_DOMAIN="installed")
+    env = base_env(tmp_path, SUBCOG_DB=str(tmp_path / "old.db"), SUBCOG_HOOK_DOMAIN="installed", **UNHURRIED)
     ran = subprocess.run(old, shell=True, input=payload(copy_sample(tmp_path, "session-a")), capture_output=True,
-                         env=env, timeout=60)
+                         env=env, timeout=BROKEN_RUN_SECS)
     assert accepted(ran) == "subcog: captured 7 memories, skipped 1 duplicate"
     for group in data["hooks"].values():
         for entry in group[0]["hooks"]:

@@ -8,13 +8,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
 
-from subcog_store.config import db_target, default_db_path, is_postgres, process_setting, process_setting_or_default
+from subcog_store.config import (SPECS, db_target, default_db_path, is_postgres, process_setting,
+                                 process_setting_or_default)
 from subcog_store.model import provider
 
 CONNECT_SHARE = 0.5   # of a hook's budget, the most that opening a PostgreSQL connection may take
 MIN_BUDGET_SECS = 0.1   # what a run is given when its start-up took the whole budget (it still answers)
-CAPTURE_TIMEOUT_SECS = 30.0   # the client's timeout for the capture hooks (what `install-hooks` writes for
-#                               PreCompact, PostCompact and SessionEnd): a capture's minimum of work ends before it
+# The client's timeout for the capture hooks (what `install-hooks` writes for PreCompact, PostCompact and SessionEnd;
+# SUBCOG_HOOK_TIMEOUT_SECS when the user gave them another): a capture's minimum of work ends before it.
+CAPTURE_TIMEOUT_SECS = float(SPECS["hook_timeout_secs"].default)   # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -61,15 +63,17 @@ class HookRequest:
         return left if self.budget_secs is None else min(left, self.budget_secs)
 
     def timeout_left(self) -> float:
-        """What is left now of the client's timeout for a capture hook: CAPTURE_TIMEOUT_SECS less what this hook
-        spent (in process: since `started`; through the worker: the part of its budget the caller used)."""
+        """What is left now of the client's timeout for a capture hook (SUBCOG_HOOK_TIMEOUT_SECS of the request's
+        environment, default CAPTURE_TIMEOUT_SECS) less what this hook spent (in process: since `started`; through
+        the worker: the part of its budget the caller used)."""
+        timeout = float(process_setting_or_default("hook_timeout_secs", lambda _: None, self.environ))  # type: ignore[arg-type]
         if self.started is not None:
             spent = time.monotonic() - self.started
         elif self.budget_secs is not None:
             spent = max(self._configured(lambda _: None) - self.budget_secs, 0.0)
         else:
             spent = 0.0
-        return CAPTURE_TIMEOUT_SECS - spent
+        return timeout - spent
 
     def _configured(self, warn: Callable[[str], None] | None) -> float:
         setting = (process_setting_or_default("hook_budget_secs", warn, self.environ) if warn
