@@ -602,12 +602,15 @@ def worker_wait(ctx: Ctx) -> Row:
 
 
 # ------------------------------------------------------------------------------------------- 8 and 10 (issue 22's)
-def huge_record(ctx: Ctx, paragraphs: int = 3000) -> Row:
+def huge_record(ctx: Ctx, paragraphs: int = 3000, worker: bool = True) -> Row:
     """One assistant record of 3,000 decision paragraphs captured by successive pre-compact runs (default
     budget, the model, the machine's load) until a run finds nothing new. Each run must answer within the client's
-    timeout and handle at least its minimum (MIN_CAPTURES candidates, or what is left), so the record is done
-    within ceil(paragraphs / MIN_CAPTURES) runs plus the last one that finds nothing new: the bound, whatever the
-    load. Stops at the bound, or after --case-minutes (then what is left is counted lost)."""
+    timeout and the record move on by at least the minimum (MIN_CAPTURES candidates, or what is left) from one run
+    to the next, so the record is done within ceil(paragraphs / MIN_CAPTURES) runs plus the last one that finds
+    nothing new: the bound, whatever the load. `worker`: the default set-up, a warm worker (which also goes on with
+    a deferred capture between the hooks, capture/deferred.py); else in process only (SUBCOG_WORKER_ENABLED=false:
+    each run pays the imports and the model's start-up). Stops at the bound, or after --case-minutes (then what
+    is left is counted lost)."""
     import math
     import statistics
 
@@ -615,13 +618,16 @@ def huge_record(ctx: Ctx, paragraphs: int = 3000) -> Row:
     from subcog_store.capture.session import MIN_CAPTURES
     from subcog_store.claude_code.request import CAPTURE_TIMEOUT_SECS
 
-    row = Row(f"8 a {paragraphs:,}-paragraph record over successive runs")
+    row = Row(f"8 a {paragraphs:,}-paragraph record over successive runs, "
+              + ("a warm worker (the default)" if worker else "in process (worker off)"))
     path, db = ctx.work / "huge.jsonl", ctx.work / "m.db"
+    if worker:
+        ctx.start_worker()
     path.write_bytes(record("\n\n".join(decision(800_000 + i) for i in range(paragraphs)), "h0"))
     bound = math.ceil(paragraphs / MIN_CAPTURES) + 1
     began, before, added, seconds, done = time.monotonic(), 0, [], [], False
     while row.trials < bound and time.monotonic() - began < ctx.args.case_minutes * 60:
-        proc, elapsed = ctx.hook(db, "pre-compact", capture_payload(path, "huge"))
+        proc, elapsed = ctx.hook(db, "pre-compact", capture_payload(path, "huge"), worker=worker)
         row.trials += 1
         row.errors += int(proc.returncode != 0 or proc.stderr != b"")
         now = rows(db, "select count(*) from memories where status = 'active'")[0][0]
@@ -683,7 +689,12 @@ def both_paths(ctx: Ctx, sessions: int = 12) -> Row:
 
 
 # Issue 22's engineer owns 8 and 10: run with --with-22 until they have landed.
-ISSUE_22_CASES = {"huge-record": huge_record, "both-paths": both_paths}
+def huge_record_in_process(ctx: Ctx) -> Row:
+    return huge_record(ctx, worker=False)
+
+
+ISSUE_22_CASES = {"huge-record": huge_record, "huge-record-in-process": huge_record_in_process,
+                  "both-paths": both_paths}
 CASES = {"recall-lock": recall_under_lock, "mcp-replaced": mcp_file_replaced, "pending": bad_pending_row,
          "clock": clock_back, "rewordings": rewordings_together, "eight-writers": eight_writers,
          "damaged": damaged_file, "mcp-piped": mcp_piped, "worker-wait": worker_wait}

@@ -63,6 +63,8 @@ class HookOptions:
     cwd: str | None = None                  # the session's directory: what new memories cite is found there
     store_deadline: float | None = None     # a hook's: when a PostgreSQL store stops waiting for its server
     #                                         (time.monotonic(); `waits_until`); None: no limit (commands)
+    embed_chunk: int | None = None          # texts embedded at once (None: dedup.in_batch's; the worker's turns
+    #                                         fewer, so they give way sooner)
 
     @classmethod
     def from_env(cls, db: Path, dry_run: bool = False, event: str = "pre-compact",

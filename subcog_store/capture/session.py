@@ -301,7 +301,7 @@ def _capture_all(run: Run, store, candidates: list, options: HookOptions, deadli
     """Capture (or, dry run, check) the candidates, repeats within the batch skipped; returns the index of the
     first one not handled when the time budget or the lock stopped the run first (None: all handled). `minimum`,
     `limit`, `at_least`: see `capture_many`."""
-    from subcog_store.dedup.in_batch import capture_many
+    from subcog_store.dedup.in_batch import EMBED_CHUNK, capture_many
     from subcog_store.errors import DatabaseDamaged, DatabaseError
     from subcog_store.inputs import CaptureRequest
 
@@ -309,7 +309,7 @@ def _capture_all(run: Run, store, candidates: list, options: HookOptions, deadli
                                round(c.confidence, 2), options.tags, SOURCES[options.event], run.session_id,
                                project_wide=True) for c in candidates]
     outcomes = capture_many(store.core, requests, deadline=deadline, dry_run=options.dry_run, minimum=minimum,
-                            limit=limit, at_least=at_least, clock=options.clock)
+                            limit=limit, at_least=at_least, clock=options.clock, chunk=options.embed_chunk or EMBED_CHUNK)
     for i, (c, o) in enumerate(zip(candidates, outcomes)):
         if not o.handled:
             run.fail("time budget used up; the rest is captured next time", "budget")

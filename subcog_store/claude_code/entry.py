@@ -5,7 +5,9 @@ worker (`worker.client`: the standard library's socket, json and struct only), w
 (`request.py`) of this process's environment, input and options, runs `run` below with it in this process's
 directory and umask, and prints its answer. When the worker is absent, starting, busy,
 wedged, of another version or fails, it runs `run` here, with what is left of its budget, says why in the hook
-log, and (absent or stale) starts a worker for the next hook after its output is written. Whatever happens it
+log, and (absent or stale) starts a worker for the next hook after its output is written; a transcript capture
+it ran while a worker was running is handed over (the worker goes on with what the run deferred, while idle).
+Whatever happens it
 exits 0, prints output the client accepts and writes nothing on stderr; details go to the hook log.
 """
 # Lazy imports: the hook command's warm path imports the standard library and the worker client only;
@@ -17,6 +19,7 @@ import sys
 import time
 
 MAX_INPUT = 16 << 20   # the hook input is a small JSON object; more than this is not read
+CAPTURE_EVENTS = ("pre-compact", "session-end")   # transcript captures: one deferred here, the worker goes on with
 
 
 def _parse(argv: list[str]) -> dict:
@@ -109,6 +112,17 @@ def _print(out: str) -> None:
         pass
 
 
+def _hand_over(event: str, db: str | None) -> None:
+    """A transcript capture ran here while a worker was running (busy, say): tell it the store, so it goes on with
+    what this run deferred while it is idle (capture/deferred.py) rather than waiting for the next capture hook."""
+    try:
+        from subcog_store.worker import client
+
+        client.note_capture(event, db)
+    except BaseException:  # noqa: BLE001 - the next capture hook goes on with it anyway
+        pass
+
+
 def main(argv: list[str], db: str | None = None) -> int:
     started = time.monotonic()
     opts = _parse(argv)
@@ -133,8 +147,13 @@ def main(argv: list[str], db: str | None = None) -> int:
             printed = True
             _print(text)
         out = _in_process(event, opts, raw, db, started, note, on_answer=emit)
+        hand_over = bool(note) and not spawn and event in CAPTURE_EVENTS and not opts["dry_run"]
+    else:
+        hand_over = False
     if not printed:
         _print(out)
+    if hand_over:
+        _hand_over(event, db)
     if spawn:
         try:
             with_site()

@@ -41,13 +41,15 @@ class Outcome:
 
 def capture_many(core: Core, requests: Sequence[CaptureRequest], *, deadline: float | None = None,
                  dry_run: bool = False, dedupe_batch: bool = True, minimum: int = 0, limit: float | None = None,
-                 at_least: int = 0, clock: Callable[[], float] = time.monotonic) -> list[Outcome]:
+                 at_least: int = 0, clock: Callable[[], float] = time.monotonic,
+                 chunk: int = EMBED_CHUNK) -> list[Outcome]:
     """Capture (or, dry run, check) many texts: a bad request gets its error and the others go on; repeats within
     the batch are skipped and logged unless `dedupe_batch` is False (then each text meets only the store, in
     order). Stops cleanly at `deadline` (`clock()` seconds) once `minimum` requests are handled (a minimum of
     work), and at `limit` (None: none) even short of it once `at_least` are: later requests come back with
     `handled=False`. Past the deadline only texts the minimum still needs are embedded, LATE_CHUNK at a time; the
-    model is loaded before a chunk is sized (its start-up can take the rest of the time)."""
+    model is loaded before a chunk is sized (its start-up can take the rest of the time). `chunk`: texts embedded at
+    once before the deadline (smaller: the run stops sooner once its clock says so)."""
     outcomes = [Outcome(i) for i in range(len(requests))]
     for outcome, item in zip(outcomes, prepare_all(requests)):
         if isinstance(item, InvalidInput):
@@ -71,16 +73,16 @@ def capture_many(core: Core, requests: Sequence[CaptureRequest], *, deadline: fl
     start = 0
     while start < len(outcomes):   # embed a chunk, then capture it: progress comes in chunks
         if not stop() and not core.vectors.loaded and \
-                any(_wants_vector(core, o) for o in outcomes[start:start + EMBED_CHUNK]):
+                any(_wants_vector(core, o) for o in outcomes[start:start + chunk]):
             core.vectors.embedder   # the model's start-up first (seconds on a busy machine): the chunk is sized after
-        chunk = outcomes[start:start + (EMBED_CHUNK if due() is None else LATE_CHUNK)]
-        start += len(chunk)
+        step = outcomes[start:start + (chunk if due() is None else min(chunk, LATE_CHUNK))]
+        start += len(step)
         if not stop():
-            wanted = [o.prepared for o in chunk if _wants_vector(core, o)]
+            wanted = [o.prepared for o in step if _wants_vector(core, o)]
             if (needed := due()) is not None:   # the minimum's: a text not embedded here is on its own if reached
                 wanted = wanted[:needed - handled]
             core.vectors.embed_many([p.content for p in wanted], [p.content_hash for p in wanted])
-        for outcome in chunk:
+        for outcome in step:
             if outcome.error:
                 continue
             if stop():

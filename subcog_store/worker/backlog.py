@@ -1,11 +1,13 @@
-"""The warm worker's backlog: the sessions' text a capture hook stored without vectors (capture/session_text.py),
-embedded while the worker has nothing else to do, so no hook pays for it.
+"""The warm worker's backlog, worked on while it has nothing else to do, so no hook pays for it: first the captures
+a budget stopped early (a huge record on a busy machine), finished in turns from where they stopped
+(capture/deferred.py), then the sessions' text a capture hook stored without vectors (capture/session_text.py).
 
 A store is noted after a capture hook names it (and the first time any hook does: captures run in process before
-the worker started leave texts waiting too). When the worker is idle, one thread embeds, two texts at a time, only
-while no request runs or waits: it stops after the texts in hand as soon as one arrives, and the hook does not wait
-for it (the embedding runs beside the run lock, not under it). A store whose texts are all embedded (or that cannot be opened) leaves the backlog
-until a hook names it again.
+the worker started leave texts waiting too). When the worker is idle, one thread works, only while no request runs
+or waits. A capture turn writes memories, so it holds the run lock (a request's working directory and log set-up
+are the process's) and gives way within a short step once a request waits. The embedding runs beside the run
+lock, two texts at a time, and stops after the texts in hand as soon as a request arrives. A store with nothing
+left to do (or that cannot be opened) leaves the backlog until a hook names it again.
 """
 # Lazy imports: the worker listens before it loads the store and the model (server.py's preload).
 from __future__ import annotations
@@ -31,6 +33,8 @@ class Backlog:
         self.guard = threading.Lock()
         self.thread: threading.Thread | None = None
         self.embedded = 0
+        self.turns = 0                # capture turns taken on deferred captures
+        self.capturing = False        # a turn holds the run lock now (a request queued behind it waits longer)
 
     def note(self, header: dict) -> None:
         """After a hook request: the store it named, if it may hold texts waiting for vectors."""
@@ -86,6 +90,8 @@ class Backlog:
         from subcog_store.model import provider
         from subcog_store.store import Store
 
+        if not self._finish_captures(path, env, run_lock, free):
+            return False
         store = None
         try:
             if not run_lock.acquire(blocking=False):
@@ -111,6 +117,32 @@ class Backlog:
         finally:
             if store is not None:
                 store.close()
+
+
+    def _finish_captures(self, path: str, env: dict[str, str], run_lock: threading.Lock,
+                         free: Callable[[], bool]) -> bool:
+        """Take turns on the store's deferred captures (capture/deferred.py), each under the run lock, while
+        `free()`; True once no turn has more to do, False when it gave way to a request."""
+        from subcog_store.capture.deferred import finish_turn
+
+        while free():
+            if not run_lock.acquire(blocking=False):
+                return False
+            self.capturing = True
+            try:
+                if not Path(path).exists():
+                    return True
+                more = finish_turn(path, env, wanted=lambda: not free())
+            except Exception as e:  # noqa: BLE001 - the next capture hook on the store goes on with it
+                log.info("worker %d: deferred capture not finished: %s: %s", os.getpid(), type(e).__name__, e)
+                return True
+            finally:
+                self.capturing = False
+                run_lock.release()
+            self.turns += 1
+            if not more:
+                return True
+        return False
 
 
 def _db_file(db: object, env: dict[str, str], cwd: object) -> str | None:

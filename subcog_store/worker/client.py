@@ -106,8 +106,9 @@ def _start(sock, header: dict, blob: bytes, slot_secs: float) -> dict:
     header.update(v=wire.PROTOCOL, key=wire.version_key(), wait=slot_secs)
     wire.send(sock, header, blob)
     reply, _ = wire.recv(sock, time.monotonic() + FIRST_FRAME_SECS)
-    if reply.get("st") == "queued":
-        reply, _ = wire.recv(sock, time.monotonic() + slot_secs + FIRST_FRAME_SECS)
+    if reply.get("st") == "queued":   # behind the worker's own backlog work: that gives way, waited for longer
+        extra = wire.BACKLOG_GIVE_WAY_SECS if reply.get("behind") == "backlog" else 0.0
+        reply, _ = wire.recv(sock, time.monotonic() + slot_secs + extra + FIRST_FRAME_SECS)
     if reply.get("error"):
         error = str(reply["error"])
         raise Unavailable({"version": "worker of another version (it exits; a new one starts)",
@@ -147,6 +148,22 @@ def run_hook(event: str | None, opts: dict, raw: bytes, db: str | None, started:
             raise Unavailable(f"worker could not run the hook: {str(answer.get('error'))[:200]}")
         return answer["out"]
     except Exception as e:  # noqa: BLE001 - every failure means: run it in process
+        raise _failed(e) from None
+    finally:
+        sock.close()
+
+
+def note_capture(event: str | None, db: str | None) -> None:
+    """Tell the worker that a capture hook on this store ran in process (the worker was busy): it goes on with a
+    capture deferred there while it is idle (capture/deferred.py). Sent and not waited for: it costs the hook a
+    connection; raises Unavailable."""
+    if not enabled():
+        raise Unavailable("disabled", quiet=True)
+    sock = connect()
+    try:
+        wire.send(sock, {"op": "note", "v": wire.PROTOCOL, "key": wire.version_key(), "event": event, "db": db,
+                         "cwd": os.getcwd(), "env": dict(os.environ)})
+    except Exception as e:  # noqa: BLE001
         raise _failed(e) from None
     finally:
         sock.close()

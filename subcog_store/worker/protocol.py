@@ -22,6 +22,9 @@ import zlib
 PROTOCOL = 1
 # SUBCOG_HOOK_BUDGET_SECS's default, here because the hook command's warm path reads it without importing config
 HOOK_BUDGET_SECS = 20.0
+# What a request queued behind the worker's own backlog work (a turn on a deferred capture, which gives way within
+# an embedding step) waits for it beyond its own slot wait, before its caller runs it in process
+BACKLOG_GIVE_WAY_SECS = 5.0
 HEAD = struct.Struct(">II")
 MAX_HEADER = 64 << 20
 MAX_BLOB = 64 << 20

@@ -211,6 +211,9 @@ class Worker:
             wire.send(conn, {"ok": False, "error": "version"})
             self._check_files()
             return
+        if op == "note":   # a capture hook ran in process: its store may hold a deferred capture (not answered)
+            self.backlog.note(header)
+            return
         if op not in ("hook", "embed", "load"):
             wire.send(conn, {"ok": False, "error": "unknown request"})
             return
@@ -222,8 +225,9 @@ class Worker:
         try:
             got = self.run_lock.acquire(blocking=False)
             if not got:
-                wire.send(conn, {"st": "queued"})
-                got = self.run_lock.acquire(timeout=wait)
+                behind = self.backlog.capturing   # a turn on a deferred capture: it gives way within a short step
+                wire.send(conn, {"st": "queued", **({"behind": "backlog"} if behind else {})})
+                got = self.run_lock.acquire(timeout=wait + (wire.BACKLOG_GIVE_WAY_SECS if behind else 0.0))
         finally:
             self._want(-1)
         if not got:
@@ -283,7 +287,7 @@ class Worker:
         return {"pid": os.getpid(), "key": self.key, "started": self.started, "uptime_secs": round(
             time.time() - self.started, 1), "idle_secs": round(time.monotonic() - self.last, 1),
             "idle_limit_secs": self.idle_secs, "requests": self.requests, "busy": bool(self.busy),
-            "session_texts_embedded": self.backlog.embedded,
+            "session_texts_embedded": self.backlog.embedded, "capture_turns": self.backlog.turns,
             "models": provider.loaded_dirs(), "rss_mb": rss_mb(), "python": sys.version.split()[0],
             "package": wire.PACKAGE}
 
