@@ -372,6 +372,33 @@ def test_the_minimum_of_work_ends_well_before_the_clients_timeout():
         assert EVENTS[event][2] == CAPTURE_TIMEOUT_SECS
     assert HOOK_BUDGET_SECS < CAPTURE_TIMEOUT_SECS - TIMEOUT_MARGIN_SECS
     assert TIMEOUT_MARGIN_SECS >= 4 * SAVE_GRACE_SECS   # the capture under way, the save, the exit
+    from subcog_store.worker import protocol   # the hook command's warm path keeps its own copies (no config)
+
+    assert (protocol.CAPTURE_TIMEOUT_SECS, protocol.TIMEOUT_MARGIN_SECS) == (CAPTURE_TIMEOUT_SECS, TIMEOUT_MARGIN_SECS)
+
+
+@pytest.mark.parametrize("timeout", [None, "90"])
+def test_the_caller_waits_for_a_capture_in_the_worker_until_its_minimum_ends(monkeypatch, timeout):
+    """Through the worker a capture's minimum of work may run past the caller's share of the budget, until
+    TIMEOUT_MARGIN_SECS before the client's timeout: the caller waits that long (and the save's grace) before it
+    gives up and runs the capture in process too (it gave up at its share: under load the worker answered in 15 s,
+    the caller had run in process from 14 s, and the hook ended past the 30 s timeout). A recall hook has no such
+    minimum: its share."""
+    from subcog_store.capture.run import TIMEOUT_MARGIN_SECS
+    from subcog_store.capture.session import SAVE_GRACE_SECS
+    from subcog_store.claude_code.request import HookRequest
+    from subcog_store.worker import client
+
+    environ = {"SUBCOG_HOOK_BUDGET_SECS": "20", **({"SUBCOG_HOOK_TIMEOUT_SECS": timeout} if timeout else {})}
+    monkeypatch.delenv("SUBCOG_HOOK_TIMEOUT_SECS", raising=False)
+    for key, value in environ.items():
+        monkeypatch.setenv(key, value)
+    share = 14.25   # what the caller gave the worker: 20 less its reserve, the grace and its start-up
+    in_worker = HookRequest("pre-compact", b"{}", environ, budget_secs=share)
+    minimum_ends = in_worker.timeout_left() - TIMEOUT_MARGIN_SECS   # from the worker's start (HookOptions)
+    for event in ("pre-compact", "session-end", "post-compact"):
+        assert client.answer_wait(event, share, 20.0) >= minimum_ends + SAVE_GRACE_SECS
+    assert client.answer_wait("user-prompt-submit", share, 20.0) == share + client.ANSWER_GRACE_SECS
 
 
 def test_past_its_deadline_a_read_still_takes_its_minimum_of_bytes(tmp_path):

@@ -586,13 +586,14 @@ def test_session_end_captures_from_where_pre_compact_stopped(tmp_path):
     """Pre-compact, then more of the session, then its end: only the new lines are captured, once."""
     db = tmp_path / "s.db"
     transcript = copy_sample(tmp_path, "session-a")
-    accepted(hook(tmp_path, db, payload(transcript)))
+    env = base_env(tmp_path, **UNHURRIED)   # a run stopped early would leave the end more than the new lines
+    accepted(hook(tmp_path, db, payload(transcript), env=env, timeout=BROKEN_RUN_SECS))
     before = count_memories(db)
     with transcript.open("ab") as f:
         f.write(assistant("Decision: the nightly export job runs at 03:15 UTC, because the database backup "
                           "finishes at 03:00 and the export reads the replica."))
     for _ in range(2):   # the second end finds nothing new
-        end = hook(tmp_path, db, end_payload(transcript), sub="session-end")
+        end = hook(tmp_path, db, end_payload(transcript), sub="session-end", env=env, timeout=BROKEN_RUN_SECS)
         assert end.returncode == 0 and end.stderr == b"" and problems("SessionEnd", end.stdout.decode()) == []
         assert count_memories(db) == before + 1
     assert_log_clean(tmp_path)

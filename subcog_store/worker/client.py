@@ -126,6 +126,22 @@ def _failed(e: BaseException) -> Unavailable:
     return Unavailable(f"worker connection failed: {type(e).__name__}: {e}", spawn=True)
 
 
+def answer_wait(event: str | None, share: float, budget: float) -> float:
+    """How long the caller waits for the worker's answer once it said go: its share of the budget and the save's
+    grace, and for a capture hook the time its minimum of work may run past the budget (until TIMEOUT_MARGIN_SECS
+    before the client's timeout, counted as the worker counts it: the caller spent `budget - share`). Given up
+    earlier, the caller ran the capture in process too, past the client's timeout."""
+    wait = share + ANSWER_GRACE_SECS
+    if event in wire.CAPTURE_EVENTS:
+        timeout = wire.CAPTURE_TIMEOUT_SECS
+        if os.environ.get("SUBCOG_HOOK_TIMEOUT_SECS"):
+            from subcog_store.config import process_setting_or_default
+
+            timeout = float(process_setting_or_default("hook_timeout_secs", lambda _: None))  # type: ignore[arg-type]
+        wait += max(0.0, timeout - budget - wire.TIMEOUT_MARGIN_SECS)
+    return wait
+
+
 def run_hook(event: str | None, opts: dict, raw: bytes, db: str | None, started: float) -> str:
     """The hook's output as the worker computed it (raises Unavailable: run it in process then)."""
     if not enabled():
@@ -143,7 +159,7 @@ def run_hook(event: str | None, opts: dict, raw: bytes, db: str | None, started:
         reserve = min(budget * RESERVE_SHARE, RESERVE_MAX_SECS)   # kept whole for running it here after all
         share = max(0.1, budget - reserve - ANSWER_GRACE_SECS - (time.monotonic() - started))
         wire.send(sock, {"go": True, "budget": round(share, 3) if parsed else None})
-        answer, _ = wire.recv(sock, time.monotonic() + share + ANSWER_GRACE_SECS)
+        answer, _ = wire.recv(sock, time.monotonic() + answer_wait(event, share, budget))
         if answer.get("ok") is not True or not isinstance(answer.get("out"), str):
             raise Unavailable(f"worker could not run the hook: {str(answer.get('error'))[:200]}")
         return answer["out"]
