@@ -359,6 +359,44 @@ def test_a_real_session_gives_the_same_memories_however_its_runs_are_split(tmp_p
     assert len(whole) >= 10 and split == whole
 
 
+def test_a_capture_that_stopped_early_never_moves_the_resume_point_back(tmp_path, monkeypatch, caplog):
+    """Two captures of one transcript at once (two hooks of a session, or a hook and the worker's turn): the one
+    that read the resume point first and stopped early at its minimum saves after the other finished the
+    record. The resume point stays at the end (it went back to the early stop: the next run redid the rest)."""
+    from conftest import FakeClock
+    from subcog_store.capture.session import MIN_CAPTURES, HookOptions
+    from subcog_store.claude_code.handlers import pre_compact
+    from subcog_store.dedup import write
+
+    for key in [k for k in os.environ if k.startswith("SUBCOG_")]:
+        monkeypatch.delenv(key)
+    path = tmp_path / "record.jsonl"
+    path.write_bytes(assistant("\n\n".join(decision(i) for i in range(3 * MIN_CAPTURES))))
+    db = tmp_path / "s.db"
+    raw = json.dumps(payload(path)).encode()
+    environ = {**NO_MODEL, "SUBCOG_HOOK_LOG": str(tmp_path / "hook.log")}
+    real, other = write.capture_prepared, []
+
+    def other_run_first(core, prepared):   # the other capture runs whole between this one's read and its writes
+        if not other:
+            other.append(None)   # the other run's own captures go straight through
+            other[0] = pre_compact(raw, HookOptions(db, budget_secs=600.0, clock=FakeClock(time.monotonic()),
+                                                      environ=environ))
+        return real(core, prepared)
+
+    monkeypatch.setattr(write, "capture_prepared", other_run_first)
+    caplog.set_level(logging.INFO, logger="subcog_store")
+    early = pre_compact(raw, HookOptions(db, budget_secs=2.0, clock=busy_from_now(), environ=environ))
+    monkeypatch.setattr(write, "capture_prepared", real)
+    assert not other[0].truncated and len(other[0].captured) == 3 * MIN_CAPTURES
+    assert early.truncated and len(early.skipped) == MIN_CAPTURES and not early.captured
+    end = resume_point(db)
+    assert end > (0, 0, 0) and "another run of its transcript got further" in caplog.text
+    after = pre_compact(raw, HookOptions(db, budget_secs=2.0, clock=busy_from_now(), environ=environ))
+    assert not after.truncated and not after.captured and not after.skipped   # nothing redone
+    assert resume_point(db) == end and count(db) == 3 * MIN_CAPTURES
+
+
 def test_the_minimum_of_work_ends_well_before_the_clients_timeout():
     """The bound the capture hooks keep: their minimum of work stops TIMEOUT_MARGIN_SECS before the timeout
     `install-hooks` gives the client, which is past the default budget (the minimum can still run past it)."""

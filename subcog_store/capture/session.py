@@ -279,8 +279,9 @@ def keep_to_budget(store, deadline: float, grace: float = 0.0, clock=time.monoto
 
 
 def _save(store, run: Run, session_key: str, offset: Resume | None, deferred: dict | None = None) -> None:
-    """Where this run stopped reading and its report, in one transaction; `deferred`: the run stopped early, and
-    the next capture hook on the store goes on with it (its pending record)."""
+    """Where this run stopped reading (unless a run of the same transcript at the same time got further) and its
+    report, in one transaction; `deferred`: the run stopped early, and the next capture hook on the store goes on
+    with it (its pending record)."""
     now = iso(store.clock())
     with immediate(store.con):
         hook_pending.clear(store, session_key, run.transcript_path, in_transaction=True)
@@ -288,8 +289,12 @@ def _save(store, run: Run, session_key: str, offset: Resume | None, deferred: di
             hook_state.defer(store.con, session_key, run.transcript_path, deferred, now)
             log.info("capture of session=%s deferred for its budget: the next capture hook goes on with it",
                      run.session_id)
-        if offset is not None:
-            hook_state.set_offset(store.con, session_key, run.transcript_path, offset, now)
+        if offset is not None:   # never back: a capture of the transcript run at the same time may have got further
+            if offset.after(hook_state.offset(store.con, session_key, run.transcript_path)):
+                hook_state.set_offset(store.con, session_key, run.transcript_path, offset, now)
+            else:
+                log.info("capture of session=%s: another run of its transcript got further; its resume point kept",
+                         run.session_id)
         hook_state.add_run(store.con, session_id=run.session_id, transcript_path=run.transcript_path,
                            trigger=run.trigger, started_at=iso(run.started_at), finished_at=now, status=run.status,
                            captured=len(run.captured), skipped=len(run.skipped), redacted=run.redacted,
