@@ -564,7 +564,9 @@ def test_an_unsafe_worker_directory_is_never_used(rt, kind):
             os.chown(rt.paths.dir, 65534, 65534)
         else:
             os.chmod(rt.paths.dir, 0o755)
-    out = output(hook(rt.env, rt.tmp / "s.db", payload(sample(rt.tmp, "session-a"))))
+    # in process, with a budget no load uses up (the exact count; a budget counts the process's start-up)
+    env = rt.with_env(SUBCOG_HOOK_BUDGET_SECS="600", SUBCOG_HOOK_TIMEOUT_SECS="3600")
+    out = output(hook(env, rt.tmp / "s.db", payload(sample(rt.tmp, "session-a")), timeout=900))
     assert status_line(out) == "subcog: captured 7 memories, skipped 1 duplicate"
     assert "worker directory unsafe" in rt.log_text()
     assert rt.pids() == [] and os.listdir(rt.paths.dir) == []   # the hook has ended: it started nothing
