@@ -110,6 +110,7 @@ def assistant(text: str, sidechain: bool = False) -> bytes:
 
 def count_memories(db: Path) -> int:
     con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    con.setbusytimeout(30_000)   # the warm worker may still be writing after its answer (its backlog)
     try:
         return con.execute("select count(*) from memories").fetchone()[0]
     finally:
