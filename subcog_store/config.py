@@ -13,6 +13,7 @@ import logging
 import math
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -319,6 +320,20 @@ def hook_log_path(environ: Mapping[str, str] | None = None, fallback: bool = Fal
             raise
         return Path(os.devnull)
     return Path(str(value)) if value else state_dir(environ) / "hook.log"
+
+
+STDERR_PREFIX = "subcog-store: "   # every line a command writes on stderr begins so (its log records too)
+
+
+def log_to_stderr(level: int = logging.WARNING) -> None:
+    """A command's log: records at `level` and up on stderr, each line as `tell_user` writes one. The hooks never
+    write on stderr (send_to_hook_log)."""
+    logging.basicConfig(level=level, format=STDERR_PREFIX + "%(message)s")
+
+
+def tell_user(message: str) -> None:
+    """One line on stderr for the person who ran a command (an error, a summary beside the output)."""
+    print(STDERR_PREFIX + message, file=sys.stderr)
 
 
 def send_to_hook_log(logger: logging.Logger, path: Path) -> bool:

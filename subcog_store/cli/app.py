@@ -152,7 +152,9 @@ def check_db_arg(args: argparse.Namespace) -> None:
 def run(parser: argparse.ArgumentParser, argv: list[str] | None = None) -> int:
     """Parse, run the command, and turn the library's errors into a message on stderr and an exit code."""
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.ERROR if args.quiet else logging.WARNING, format="subcog-store: %(message)s")
+    from subcog_store.config import log_to_stderr, tell_user
+
+    log_to_stderr(logging.ERROR if args.quiet else logging.WARNING)
     once, handlers = _once(), list(logging.getLogger().handlers)
     for handler in handlers:
         handler.addFilter(once)
@@ -161,14 +163,14 @@ def run(parser: argparse.ArgumentParser, argv: list[str] | None = None) -> int:
         check_db_arg(args)
         return args.handler(args)
     except SubcogError as e:
-        print(f"subcog-store: {e}", file=sys.stderr)
+        tell_user(str(e))
         return e.exit_code
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return 0
     except UnicodeEncodeError as e:  # text from the environment or a file that SQLite cannot take
-        print(f"subcog-store: invalid input: text that is not valid UTF-8 ({e.reason})", file=sys.stderr)
+        tell_user(f"invalid input: text that is not valid UTF-8 ({e.reason})")
         return InvalidInput.exit_code
     except Exception as e:  # noqa: BLE001 - a SQLite error that reached here still gets a documented code
         from subcog_store.db import files   # lazy: only when a command failed on SQLite
@@ -177,7 +179,7 @@ def run(parser: argparse.ArgumentParser, argv: list[str] | None = None) -> int:
         mapped = files.note_damage(db_path(args), e) or database_error(e)
         if mapped is None:
             raise
-        print(f"subcog-store: {mapped}", file=sys.stderr)
+        tell_user(str(mapped))
         return mapped.exit_code
     finally:
         for handler in handlers:

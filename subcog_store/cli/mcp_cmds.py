@@ -22,22 +22,17 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 def serve(db: str | None) -> int:
     """`subcog-store [--db DB] mcp` without the parser (the entry point's fast path): the same database rules,
     the same messages on stderr (a bad setting: exit 3, as any command)."""
-    import logging
-    import sys
-    from pathlib import Path
-
+    from subcog_store import config
     from subcog_store.errors import SubcogError
 
-    logging.basicConfig(level=logging.WARNING, format="subcog-store: %(message)s")
+    config.log_to_stderr()
     try:
-        from subcog_store import config
-
         path = config.db_target(db) if db else config.default_db_path()
     except SubcogError as e:
-        print(f"subcog-store: {e}", file=sys.stderr)
+        config.tell_user(str(e))
         return e.exit_code
     except OSError as e:
-        print(f"subcog-store: {e}", file=sys.stderr)
+        config.tell_user(str(e))
         return 4
     return _run(path)
 

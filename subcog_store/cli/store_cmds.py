@@ -7,9 +7,8 @@ import json
 import os
 import shlex
 import shutil
-import sys
 
-from subcog_store.config import POLICIES
+from subcog_store.config import POLICIES, tell_user
 from subcog_store.cli.app import db_path, emit, open_store, positive_int, read_stdin_bytes, read_text_arg
 from subcog_store.errors import DatabaseError, InvalidInput, NotFound, SubcogError
 
@@ -123,8 +122,8 @@ def run_jsonl(args: argparse.Namespace, capture: bool) -> int:
         print(json.dumps(results[number], ensure_ascii=False, default=str))
     stopped = next((r for r in failed if r["exit_code"] == DatabaseError.exit_code), None)
     if stopped is not None:
-        print(f"subcog-store: line {stopped['line']}: {stopped['error']} (the lines before it were handled; "
-              "see their results)", file=sys.stderr)
+        tell_user(f"line {stopped['line']}: {stopped['error']} (the lines before it were handled; see their "
+                  "results)")
         return DatabaseError.exit_code
     return 2 if failed else 0
 

@@ -49,6 +49,7 @@ def cmd_salvage(args: argparse.Namespace) -> int:
     import sys
 
     from subcog_store.cli.app import db_path
+    from subcog_store.config import tell_user
     from subcog_store.db.connection import connect
     from subcog_store.errors import NotFound
     from subcog_store.db.salvage import Tally, salvage
@@ -64,8 +65,8 @@ def cmd_salvage(args: argparse.Namespace) -> int:
     finally:
         con.close()
     sys.stdout.flush()
-    print(f"subcog-store: salvaged {tally.saved} active memories; {tally.unreadable} rows could not be read; "
-          f"{tally.retired} retired memories left out", file=sys.stderr)
+    tell_user(f"salvaged {tally.saved} active memories; {tally.unreadable} rows could not be read; "
+              f"{tally.retired} retired memories left out")
     return 0
 
 

@@ -174,12 +174,12 @@ def fetch(directory: Path | None = None) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    logging.basicConfig(level=logging.WARNING, format="subcog-store: %(message)s")
+    config.log_to_stderr()
     action = argv[0] if argv else "verify"
     try:
         path = fetch() if action == "fetch" else verify()
     except ModelFilesError as e:
-        print(f"subcog-store: {e}", file=sys.stderr)
+        config.tell_user(str(e))
         return 1
     print(f"model files ok in {path}")
     return 0
