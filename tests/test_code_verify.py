@@ -103,12 +103,17 @@ def test_a_check_reads_only_the_files_changed_since_the_last(code_store, clock, 
     assert "ttl" not in marks_by_key(code_store, ids)
 
 
-def test_a_same_size_edit_right_after_a_check_is_still_seen(code_store, clock, repo):
-    """Same size, mtime within the racy window: the file is read again (no sleep: the window is what matters)."""
+def test_a_same_size_edit_right_after_a_check_is_still_seen(code_store, clock, repo, monkeypatch):
+    """Same size, mtime within the racy window: the file is read again (no sleep: the window is what matters).
+    The checks run 1 s after the file's mtime by a fake wall clock: on the real one, a busy machine put the first
+    check more than RACY_NS after the file was written, and the window was missed."""
+    from subcog_store.code import verify
+
+    app = repo / "config/app.yaml"
+    monkeypatch.setattr(verify, "wall_clock_ns", lambda: app.stat().st_mtime_ns + 1_000_000_000)
     ids = capture_all(code_store, clock)
     cite_captured(code_store, list(ids.values()), repo, DOMAIN, later())
     check_project(code_store, repo, DOMAIN, later())
-    app = repo / "config/app.yaml"
     stat = app.stat()
     app.write_text(app.read_text().replace("session_ttl: 90", "session_ttl: 45"))
     os.utime(app, ns=(stat.st_atime_ns, stat.st_mtime_ns))     # same size, same mtime

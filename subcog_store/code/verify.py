@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("subcog_store.code")
 RACY_NS = 2_000_000_000
+wall_clock_ns = time.time_ns   # when a file was checked, compared with its mtime (a test's fake clock replaces it)
 BATCH_FILES = 16           # files checked and written together (the deadline is looked at between batches)
 MAX_RENAME_LOOKUPS = 8      # distinct commits asked for renames in one check
 
@@ -107,7 +108,7 @@ def check_paths(store: "Core", tree: WorkingTree, domain: str, paths: list[str],
         rows = citations.at_paths(con, domain, paths)
     if not rows:
         return report
-    checked_ns = time.time_ns()
+    checked_ns = wall_clock_ns()
     gone = _Moves(tree)
     updates: list[tuple] = []            # (citation, problem, size, mtime)
     lost: list[tuple] = []               # (citation, size, mtime, reason): a symbol or key not in its file now
