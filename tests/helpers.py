@@ -20,6 +20,12 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 # test reads the store right after the hook; tests/test_worker.py tests the answer before the capture finishes.
 ANSWER_WHEN_DONE = {"SUBCOG_HOOK_ANSWER_SECS": "600"}
 NO_WORKER = {"SUBCOG_WORKER_ENABLED": "false"}
+# A budget and a client's timeout no load uses up, for the tests that check exactly what a run captures or which
+# way (worker, in process) served it: at load 15 and more a hook's start-up alone ate the default budget (it counts
+# from the process's start) and the run stopped early, or the caller gave up on a worker still running its request.
+# What a run does when its time runs out is checked on fake clocks (tests/test_faults.py).
+UNHURRIED = {"SUBCOG_HOOK_BUDGET_SECS": "600", "SUBCOG_HOOK_TIMEOUT_SECS": "3600"}
+BROKEN_RUN_SECS = 900   # a subprocess timeout for an unhurried run: bounds a broken run only
 
 
 def cli_command() -> list[str]:
@@ -103,7 +109,7 @@ def cli_in_process(monkeypatch, capsys, *argv: str, stdin: bytes = b"", **env: s
     return code, out, err
 
 
-def wait_for(predicate: Callable[[], object], timeout: float = 60.0, step: float = 0.02) -> bool:
+def wait_for(predicate: Callable[[], object], timeout: float = 300.0, step: float = 0.02) -> bool:
     """Poll `predicate` until it is true (True) or `timeout` seconds pass (False): a test waits for a state,
     never for a fixed time. The timeout is a bound for a broken run, not a figure a passing run gets near."""
     deadline = time.monotonic() + timeout

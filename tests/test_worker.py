@@ -27,7 +27,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import worker_pids, clean_environ, cli_command, hook_output_problems, shared_path
-from helpers import run_cli, run_hook, wait_for
+from helpers import BROKEN_RUN_SECS, UNHURRIED, run_cli, run_hook, wait_for
 from subcog_store.config import SPECS
 from subcog_store.worker import client, lifecycle, protocol
 
@@ -71,6 +71,10 @@ class Runtime:
     def with_env(self, **extra: str) -> dict[str, str]:
         return {**self.env, **extra}
 
+    def unhurried(self, **extra: str) -> dict[str, str]:
+        """For a test that checks exactly what a run captured, or that the worker served it (helpers.UNHURRIED)."""
+        return {**self.env, **UNHURRIED, **extra}
+
     def cli(self, *args: str, env: dict | None = None, timeout: float = 90) -> subprocess.CompletedProcess:
         return run_cli(*args, environ=env or self.env, timeout=timeout)
 
@@ -113,7 +117,7 @@ def start_payload(session: str, source: str = "compact") -> bytes:
 
 
 def hook(env: dict, db: Path, stdin: bytes, *args: str, sub: str = "pre-compact",
-         timeout: float = 300) -> subprocess.CompletedProcess:   # bounds a broken run, not a figure
+         timeout: float = BROKEN_RUN_SECS) -> subprocess.CompletedProcess:   # bounds a broken run, not a figure
     return run_hook(sub, stdin, *args, db=db, environ=env, timeout=timeout)
 
 
@@ -203,7 +207,7 @@ def served_by_worker(rt: Runtime, since: int, event: str = "pre-compact") -> boo
     return f": {event} answered in " in rt.log_text()[since:]
 
 
-def wait_ready(rt: Runtime, timeout: float = 60.0) -> int:
+def wait_ready(rt: Runtime, timeout: float = 300.0) -> int:
     info = lifecycle.wait_ready(rt.paths, timeout)
     assert info is not None, "no worker answered"
     return int(info["pid"])
@@ -267,7 +271,7 @@ def test_the_same_answers_and_store_both_ways(tmp_path):
     results = {}
     for way in MODES:
         rt = Runtime(tmp_path / way)
-        env = rt.with_env(SUBCOG_WORKER_ENABLED="false") if way == "in-process" else rt.env
+        env = rt.unhurried(SUBCOG_WORKER_ENABLED="false") if way == "in-process" else rt.unhurried()
         try:
             if way == "worker":
                 rt.start()
@@ -412,25 +416,25 @@ def test_a_wedged_worker_is_stopped_anyway(rt):
 def test_idle_timeout_ends_the_worker(rt):
     env = rt.with_env(SUBCOG_WORKER_IDLE_SECS="3")
     rt.start(env)
-    assert wait_for(lambda: not rt.pids(), timeout=15)
+    assert wait_for(lambda: not rt.pids())
     assert not Path(rt.paths.sock).exists()
     assert "exiting (idle for 3 s)" in rt.log_text()
 
 
 def test_the_first_hook_starts_one_worker_and_does_its_own_work(rt):
     db = rt.tmp / "s.db"
-    out = output(hook(rt.env, db, payload(sample(rt.tmp, "session-a"))))
+    out = output(hook(rt.unhurried(), db, payload(sample(rt.tmp, "session-a"))))
     assert status_line(out) == "subcog: captured 7 memories, skipped 1 duplicate"
     assert "worker: no worker; running pre-compact in process" in rt.log_text()
     pid = wait_ready(rt)
     mark = len(rt.log_text())
-    out = output(hook(rt.env, db, payload(sample(rt.tmp, "session-b"), "sess-b")))
+    out = output(hook(rt.unhurried(), db, payload(sample(rt.tmp, "session-b"), "sess-b")))
     assert served_by_worker(rt, mark) and status_line(out).startswith("subcog: captured ")
     assert rt.pids() == [pid]
 
 
 def test_disabled_means_no_worker_and_no_files(rt):
-    env = rt.with_env(SUBCOG_WORKER_ENABLED="false")
+    env = rt.unhurried(SUBCOG_WORKER_ENABLED="false")
     out = output(hook(env, rt.tmp / "s.db", payload(sample(rt.tmp, "session-a"))))
     assert status_line(out) == "subcog: captured 7 memories, skipped 1 duplicate"
     assert rt.pids() == [] and not Path(rt.paths.dir).exists()   # the hook has ended: it started nothing
@@ -441,11 +445,13 @@ def test_disabled_means_no_worker_and_no_files(rt):
 def test_the_warm_path_imports_only_the_thin_client(rt):
     rt.start()
     db = rt.tmp / "s.db"
-    output(hook(rt.env, db, payload(sample(rt.tmp, "session-a"))))
+    output(hook(rt.unhurried(), db, payload(sample(rt.tmp, "session-a"))))
     code = ("import sys; from subcog_store.cli.main import main; sys.argv = ['subcog-store'] + sys.argv[1:]; "
             "main(); print(' '.join(sorted(sys.modules)), file=sys.stderr)")
+    # the default budget: a budget in the environment is parsed by config (the thin client leaves that to it)
     proc = subprocess.run([sys.executable, "-c", code, "--db", str(db), "hook", "pre-compact"],
-                          input=payload(sample(rt.tmp, "session-a")), capture_output=True, env=rt.env, timeout=30)
+                          input=payload(sample(rt.tmp, "session-a")), capture_output=True, env=rt.env,
+                          timeout=BROKEN_RUN_SECS)
     modules = set(proc.stderr.decode().split())
     assert "subcog_store.worker.client" in modules
     heavy = {"argparse", "dataclasses", "logging", "typing", "subcog_store.config", "subcog_store.store",
@@ -459,12 +465,14 @@ def test_the_installed_hook_command_starts_without_site_json_or_re(rt):
     from subcog_store.claude_code.install import hook_commands
 
     rt.start()
-    db = rt.tmp / "s.db"
+    output(hook(rt.unhurried(), rt.tmp / "warm-up.db", payload(sample(rt.tmp, "session-a"), "warm-up")))
+    db = rt.tmp / "s.db"   # the worker's model is up: the hook below is answered well within its share at any load
     argv = shlex.split(hook_commands()["PreCompact"])
     assert argv[1:3] == ["-S", "-P"] and argv[-1] == "pre-compact"
     mark = len(rt.log_text())
     proc = subprocess.run([argv[0], "-X", "importtime", *argv[1:-1], "--db", str(db), "pre-compact"],
-                          input=payload(sample(rt.tmp, "session-a")), capture_output=True, env=rt.env, timeout=60)
+                          input=payload(sample(rt.tmp, "session-a")), capture_output=True, env=rt.env,
+                          timeout=BROKEN_RUN_SECS)   # the default budget, as above
     assert proc.returncode == 0
     assert status_line(proc.stdout.decode()) == "subcog: captured 7 memories, skipped 1 duplicate"
     assert served_by_worker(rt, mark)
@@ -500,12 +508,12 @@ def test_a_stale_socket_is_replaced(rt):
         stale.bind(address)
     stale.close()   # the file stays, nobody listens: a worker killed with SIGKILL
     db = rt.tmp / "s.db"
-    out = output(hook(rt.env, db, payload(sample(rt.tmp, "session-a"))))
+    out = output(hook(rt.unhurried(), db, payload(sample(rt.tmp, "session-a"))))
     assert status_line(out) == "subcog: captured 7 memories, skipped 1 duplicate"
     assert "no worker (stale socket)" in rt.log_text()
     wait_ready(rt)
     mark = len(rt.log_text())
-    out = output(hook(rt.env, db, payload(sample(rt.tmp, "session-a"))))
+    out = output(hook(rt.unhurried(), db, payload(sample(rt.tmp, "session-a"))))
     assert served_by_worker(rt, mark) and status_line(out) == "subcog: nothing new to capture since the last run"
 
 
@@ -519,7 +527,7 @@ def test_a_socket_of_another_user_is_never_used(rt):
     fake.setblocking(False)
     os.chown(rt.paths.sock, 65534, 65534)
     try:
-        out = output(hook(rt.env, rt.tmp / "s.db", payload(sample(rt.tmp, "session-a"))))
+        out = output(hook(rt.unhurried(), rt.tmp / "s.db", payload(sample(rt.tmp, "session-a"))))
         assert status_line(out) == "subcog: captured 7 memories, skipped 1 duplicate"
         assert "is owned by uid 65534" in rt.log_text()
         with pytest.raises(BlockingIOError):
@@ -542,7 +550,7 @@ def test_a_socket_served_by_another_user_is_refused(rt):
     try:
         assert server.stdout.readline().strip() == b"up"
         assert os.stat(rt.paths.sock).st_uid == os.getuid()   # the file is ours: only SO_PEERCRED tells
-        out = output(hook(rt.env, rt.tmp / "s.db", payload(sample(rt.tmp, "session-a"))))
+        out = output(hook(rt.unhurried(), rt.tmp / "s.db", payload(sample(rt.tmp, "session-a"))))
         assert status_line(out) == "subcog: captured 7 memories, skipped 1 duplicate"
         assert "worker socket served by uid 65534" in rt.log_text()
     finally:
@@ -564,9 +572,7 @@ def test_an_unsafe_worker_directory_is_never_used(rt, kind):
             os.chown(rt.paths.dir, 65534, 65534)
         else:
             os.chmod(rt.paths.dir, 0o755)
-    # in process, with a budget no load uses up (the exact count; a budget counts the process's start-up)
-    env = rt.with_env(SUBCOG_HOOK_BUDGET_SECS="600", SUBCOG_HOOK_TIMEOUT_SECS="3600")
-    out = output(hook(env, rt.tmp / "s.db", payload(sample(rt.tmp, "session-a")), timeout=900))
+    out = output(hook(rt.unhurried(), rt.tmp / "s.db", payload(sample(rt.tmp, "session-a"))))
     assert status_line(out) == "subcog: captured 7 memories, skipped 1 duplicate"
     assert "worker directory unsafe" in rt.log_text()
     assert rt.pids() == [] and os.listdir(rt.paths.dir) == []   # the hook has ended: it started nothing
@@ -581,20 +587,20 @@ def test_a_worker_killed_mid_request_loses_nothing(rt):
     pid = rt.start()
     locker = hold_lock(db)
     try:
-        proc = hook_in_background(rt.with_env(SUBCOG_HOOK_BUDGET_SECS="60"), db, payload(sample(rt.tmp, "session-a")))
+        proc = hook_in_background(rt.unhurried(), db, payload(sample(rt.tmp, "session-a")))
         assert wait_for(lambda: worker_busy(rt) or proc.poll() is not None) and proc.poll() is None
         os.kill(pid, signal.SIGKILL)   # inside the hook: the store locked, nothing written yet
     finally:
         locker.kill()   # the hook, back in process, finds the store free
         locker.wait()
-    out, err = proc.communicate(timeout=120)
+    out, err = proc.communicate(timeout=BROKEN_RUN_SECS)
     assert proc.returncode == 0 and err == b""
     assert status_line(out.decode()) == "subcog: captured 7 memories, skipped 1 duplicate"
     assert "worker connection lost" in rt.log_text()
     assert len(active(db)) == 7
     wait_ready(rt)   # the hook found the socket dead and started a new worker
     mark = len(rt.log_text())
-    out = output(hook(rt.env, db, payload(sample(rt.tmp, "session-a"))))
+    out = output(hook(rt.unhurried(), db, payload(sample(rt.tmp, "session-a"))))
     assert served_by_worker(rt, mark) and status_line(out) == "subcog: nothing new to capture since the last run"
 
 
@@ -617,7 +623,7 @@ def test_a_worker_dead_with_our_frame_unread_is_a_lost_connection():
 
 
 # -- answering before the capture has finished (SUBCOG_HOOK_ANSWER_SECS) -------------------------------------------
-def finished_in_background(rt: Runtime, since: int, timeout: float = 60.0) -> bool:
+def finished_in_background(rt: Runtime, since: int, timeout: float = 300.0) -> bool:
     return wait_for(lambda: ": pre-compact finished in the background" in rt.log_text()[since:], timeout=timeout)
 
 
@@ -655,7 +661,7 @@ def test_the_worker_embeds_the_sessions_text_once_idle(rt):
     output(hook(rt.env, db, payload(transcript(rt.tmp))))
     texts = rows(db, "select count(*) from session_text")[0][0]
     assert texts > 0
-    assert wait_for(lambda: rows(db, "select count(*) from session_text where embedded = 0") == [(0,)], timeout=120)
+    assert wait_for(lambda: rows(db, "select count(*) from session_text where embedded = 0") == [(0,)])
     status, _ = client.request("status", paths=rt.paths)
     assert status["session_texts_embedded"] == texts
     output(hook(rt.env, db, start_payload("sess"), sub="session-start"), "SessionStart")
@@ -700,7 +706,7 @@ def test_a_recall_hook_answers_before_its_log_row_which_follows(rt):
         second = output(hook(env, target, prompt, sub="user-prompt-submit"), "UserPromptSubmit")
         if way == "worker":
             assert rt.log_text()[mark:].count(": user-prompt-submit answered in ") == 2
-            wait_for(lambda: not client.request("status", paths=rt.paths)[0].get("busy"), timeout=10)
+            assert wait_for(lambda: not client.request("status", paths=rt.paths)[0].get("busy"))
         logged = rows(target, "select hook, memory_ids from recall_log where hook = 'user-prompt-submit' order by id")
         outs[way] = (first, second, logged)
     assert outs["worker"][0] and "PgBouncer" in outs["worker"][0]
@@ -768,7 +774,7 @@ def test_a_worker_killed_between_captures_duplicates_nothing(rt):
             return db.exists() and rows(db, "select count(*) from memories")[0][0] > 0
         except apsw.Error:
             return False
-    wait_for(some_stored, timeout=30, step=0.002)
+    wait_for(some_stored, step=0.002)
     os.kill(pid, signal.SIGKILL)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0 and err == b""
@@ -782,7 +788,7 @@ def test_a_wedged_worker_costs_a_moment_and_runs_nothing_twice(rt):
     pid = rt.start()
     os.kill(pid, signal.SIGSTOP)
     try:
-        out = output(hook(rt.env, db, payload(sample(rt.tmp, "session-a"), "wedged")))
+        out = output(hook(rt.unhurried(), db, payload(sample(rt.tmp, "session-a"), "wedged")))
         mark = len(rt.log_text())
     finally:
         os.kill(pid, signal.SIGCONT)
@@ -793,7 +799,7 @@ def test_a_wedged_worker_costs_a_moment_and_runs_nothing_twice(rt):
     assert rows(db, "select count(*) from hook_runs where session_id = 'wedged'") == [(1,)]
     assert rt.pids() == [pid]
     mark = len(rt.log_text())
-    output(hook(rt.env, db, payload(sample(rt.tmp, "session-a"), "wedged")))
+    output(hook(rt.unhurried(), db, payload(sample(rt.tmp, "session-a"), "wedged")))
     assert served_by_worker(rt, mark)
 
 
@@ -868,8 +874,8 @@ def _older_version_replaced(rt, tree: Path, run) -> None:
     assert status_line(out).startswith("subcog: captured ")
     # refused as stale, or (when its watcher saw the change first) already gone
     assert "worker of another version" in rt.log_text()[mark:] or "no worker" in rt.log_text()[mark:]
-    assert wait_for(lambda: old not in worker_pids(str(rt.run)), timeout=10)
-    assert wait_for(lambda: b"running" in run("worker", "status").stdout, timeout=60)  # the hook started a new one
+    assert wait_for(lambda: old not in worker_pids(str(rt.run)))
+    assert wait_for(lambda: b"running" in run("worker", "status").stdout)  # the hook started a new one
     [new] = worker_pids(str(rt.run))
     assert new != old
     mark = len(rt.log_text())
@@ -893,18 +899,18 @@ def test_starters_racing_start_exactly_one(rt):
     started = [p.communicate(timeout=120)[0].strip() for p in racers]
     assert started.count(b"True") == 1, started
     pid = wait_ready(rt)
-    assert wait_for(lambda: rt.pids() == [pid], timeout=30), rt.pids()
+    assert wait_for(lambda: rt.pids() == [pid]), rt.pids()
 
 
 def test_concurrent_first_hooks_start_exactly_one_and_store_once(rt):
     db = rt.tmp / "s.db"
     path = sample(rt.tmp, "session-a")
-    procs = [hook_in_background(rt.env, db, payload(path, f"s{i}")) for i in range(5)]
-    outs = [p.communicate(timeout=120) for p in procs]
+    procs = [hook_in_background(rt.unhurried(), db, payload(path, f"s{i}")) for i in range(5)]
+    outs = [p.communicate(timeout=BROKEN_RUN_SECS) for p in procs]
     assert all(p.returncode == 0 and err == b"" for p, (_, err) in zip(procs, outs))
     assert len(active(db)) == 7
     pid = wait_ready(rt)
-    assert wait_for(lambda: rt.pids() == [pid], timeout=30), rt.pids()
+    assert wait_for(lambda: rt.pids() == [pid]), rt.pids()
 
 
 def connect(rt: Runtime) -> socket.socket:
@@ -966,7 +972,7 @@ def test_garbage_on_the_socket_harms_nobody(rt):
         assert protocol.recv(s, time.monotonic() + 60)[0]["ok"] is False
     db = rt.tmp / "s.db"
     mark = len(rt.log_text())
-    out = output(hook(rt.env, db, payload(sample(rt.tmp, "session-a"))))
+    out = output(hook(rt.unhurried(), db, payload(sample(rt.tmp, "session-a"))))
     idle.close()
     assert served_by_worker(rt, mark)
     assert status_line(out) == "subcog: captured 7 memories, skipped 1 duplicate"
@@ -1051,7 +1057,7 @@ def test_the_worker_embeds_exactly_what_this_process_would(rt, monkeypatch):
     rt.stop()
     assert np.allclose(remote.embed_batch(texts[:2]), local.embed_batch(texts[:2]), atol=1e-6)  # now in process
     assert remote._local is not None
-    assert wait_for(lambda: len(rt.pids()) == 1, timeout=30)   # it started a worker for next time
+    assert wait_for(lambda: len(rt.pids()) == 1)   # it started a worker for next time
 
 
 def test_the_provider_chooses_by_the_source_it_is_given(rt):
