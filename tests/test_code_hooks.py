@@ -45,7 +45,7 @@ def project(tmp_path, store, clock):
     clock.now = time.time()
     ids = {key: store.capture(text, ns, domain).memory_id for key, (ns, text) in code_repo.MEMORIES.items()}
     ids["ci"] = store.capture(CI, "learnings", domain).memory_id
-    cite_captured(store, list(ids.values()), root, domain, time.monotonic() + 60)
+    cite_captured(store, list(ids.values()), root, domain, time.monotonic() + 3600)
     return root, domain, ids
 
 

@@ -8,7 +8,6 @@ SERIALIZABLE and no "could not serialize" error can reach a caller.
 """
 from __future__ import annotations
 
-import configparser
 import os
 import re
 from contextlib import contextmanager
@@ -138,6 +137,8 @@ def connect_timeout_of(conninfo: str, default: float = CONNECT_TIMEOUT_SECS,
 def service_setting(service: str, key: str, environ: "Mapping[str, str]") -> str | None:
     """A setting of a connection service as libpq reads it: the user's service file (PGSERVICEFILE, else
     ~/.pg_service.conf) when it defines the service, else the system's (PGSYSCONFDIR/pg_service.conf)."""
+    import configparser   # only for a service's store: every SQLite hook imports this module (db/connection)
+
     home = environ.get("HOME") or os.path.expanduser("~")
     files = [environ.get("PGSERVICEFILE") or os.path.join(home, ".pg_service.conf")]
     if environ.get("PGSYSCONFDIR"):
