@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import hook_output_problems as problems, shared_path
-from helpers import clean_environ, run_cli, run_hook, wait_for
+from helpers import BROKEN_RUN_SECS, UNHURRIED, clean_environ, run_cli, run_hook, wait_for
 from subcog_store.capture.session import HookOptions
 from subcog_store.claude_code.handlers import pre_compact
 from subcog_store.claude_code.report import capture_output
@@ -56,13 +56,6 @@ def hook_mode(request):
     _mode["env"] = MODE_ENV[request.param]
     yield request.param
     _mode["env"] = {}
-
-
-# A budget and a client's timeout no load uses up, for the tests that check exactly what a run captures: at load 15
-# and more a hook's start-up alone ate the default budget (it counts from the process's start) and the run stopped
-# early. What a run does when its time runs out is checked on a fake clock (tests/test_faults.py).
-UNHURRIED = {"SUBCOG_HOOK_BUDGET_SECS": "600", "SUBCOG_HOOK_TIMEOUT_SECS": "3600"}
-BROKEN_RUN_SECS = 900   # a subprocess timeout: bounds a broken run only
 
 
 def base_env(tmp_path: Path, **extra: str) -> dict[str, str]:
