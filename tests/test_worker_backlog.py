@@ -44,8 +44,7 @@ def test_it_embeds_every_waiting_text_when_nothing_else_wants_the_worker(db):
 
 def test_it_gives_way_after_one_batch_when_a_request_waits(db):
     b, lock = noted(db), threading.Lock()
-    answers = iter([True, True])     # free before the first batch, then a request arrives
-    b.drain(lock, lambda: next(answers, False))
+    b.drain(lock, lambda: b.embedded == 0)     # free until the first batch is embedded, then a request arrives
     assert b.embedded == backlog_module.BATCH and left(db) == 20 - backlog_module.BATCH
     assert list(b.stores) == [str(db)] and not lock.locked()        # still noted: the next idle moment goes on
 
