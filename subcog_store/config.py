@@ -19,7 +19,7 @@ from typing import Callable, Mapping
 
 from subcog_store.errors import ConfigError
 from subcog_store.text.namespaces import NAMESPACES, env_suffix
-from subcog_store.worker.protocol import HOOK_BUDGET_SECS
+from subcog_store.worker.protocol import CAPTURE_TIMEOUT_SECS, HOOK_BUDGET_SECS
 
 POLICIES = ("skip", "verify", "replace", "merge")
 DEFAULT_THRESHOLDS = {"decisions": 0.92, "patterns": 0.90, "learnings": 0.88}
@@ -138,8 +138,8 @@ def _specs() -> list[Spec]:
         Spec("knn_cache_min_rows", _int, 50_000, 0, 10**12, scope=p, help="the warm worker and the MCP server "
              "hold the sign bits of a scope with at least this many memories in memory (db/bitcache.py; a tenth of it "
              "on PostgreSQL)"),
-        Spec("hook_timeout_secs", _float, 30.0, 1.0, 3600.0, scope=p, help="the client's timeout for the capture "
-             "hooks (`install-hooks` writes 30 s): a capture's minimum of work stops 5 s before it"),
+        Spec("hook_timeout_secs", _float, CAPTURE_TIMEOUT_SECS, 1.0, 3600.0, scope=p, help="the client's timeout "
+             "for the capture hooks (`install-hooks` writes 30 s): a capture's minimum of work stops 5 s before it"),
         Spec("hook_answer_secs", _float, 0.01, 0.0, 600.0, scope=p, help="a capture hook the warm worker runs "
              "answers when its capture is done or after this long, whichever is first; the capture then finishes "
              "in the background"),

@@ -12,9 +12,9 @@ from subcog_store.capture import pending as hook_pending
 from subcog_store.config import SPECS, hook_log_path, process_setting
 from subcog_store.model import provider
 from subcog_store.scope import domain_for
+from subcog_store.worker.protocol import TIMEOUT_MARGIN_SECS   # the minimum of work ends this long before the timeout
 
 log = logging.getLogger("subcog_store.hook.capture")
-TIMEOUT_MARGIN_SECS = 5.0   # a run's minimum of work stops this long before the client's timeout (see README)
 STORE_MARGIN_SECS = 2.0     # a hook's run stops waiting for a silent PostgreSQL server this long before the
 #                             client's timeout (its report and its exit; the minimum of work stopped before)
 

@@ -26,7 +26,8 @@ HOOK_BUDGET_SECS = 20.0
 # an embedding step) waits for it beyond its own slot wait, before its caller runs it in process
 BACKLOG_GIVE_WAY_SECS = 5.0
 # The capture hooks' timeout in the client (SUBCOG_HOOK_TIMEOUT_SECS's default) and how long before it their minimum
-# of work stops (capture/run.py TIMEOUT_MARGIN_SECS): a capture in the worker may run past its budget until then
+# of work stops (capture/run.py and config.py take them from here): a capture in the worker may run past its budget
+# until then
 CAPTURE_TIMEOUT_SECS, TIMEOUT_MARGIN_SECS = 30.0, 5.0
 CAPTURE_EVENTS = ("pre-compact", "session-end", "post-compact")   # the hooks with a minimum of work
 HEAD = struct.Struct(">II")
