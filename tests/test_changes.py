@@ -35,6 +35,10 @@ CHANGED = [   # (older, newer, reason): a value or choice changed, mostly in oth
      "replaced"),
     ("The replication job runs every hour at minute 20.", "The replication job runs every 15 minutes.", "value"),
     ("The Stripe API version is pinned to 2024-06-20.", "The Stripe API version is pinned to 2025-03-31.", "value"),
+    ("The retryBudget setting is parsed from the config but never used by the HTTP client.",   # a corrected belief
+     "The HTTP client now reads retryBudget from the config and stops retrying when it runs out.", "used"),
+    ("The `cache_ttl` and `cache_size` fields are stored but NOT used.",
+     "The loader uses the existing `cache_ttl` field to expire entries.", "used"),
 ]
 DIFFERENT = [   # (older, newer): two facts, both current
     ("We decided that the billing service uses a 30 second timeout for its upstream calls, because Stripe is slow "
@@ -53,6 +57,11 @@ DIFFERENT = [   # (older, newer): two facts, both current
     ("We use Redis for caching product pages.", "Payments go through Stripe Checkout so card data never touches "
                                                 "our servers."),
     ("Sentry sample rate is 1.0 for errors.", "Sentry alerts go to the ops Slack channel."),
+    ("The unused `buildReport` call in the worker discards its result.",    # a call site, not the function
+     "The export endpoint calls `buildReport` directly from its route handler."),
+    ("The `legacyToken` helper is defined but never called.",                # still unused, said again
+     "The `legacyToken` helper is no longer used by the login flow."),
+    ("The LCD screen is not used on this router.", "The router uses the LCD screen for status."),  # no code name
 ]
 
 
@@ -104,6 +113,21 @@ def test_billing_and_auth_stay_two_current_memories(make_store, clock):
     auth = store.capture("The auth service uses a 5 second timeout for its upstream calls because the identity "
                          "provider answers in under 100 ms.", "decisions", APP)
     assert auth.stored and auth.outdated == [] and store.get(billing.memory_id).successor_id is None
+
+
+def test_a_field_found_unused_then_used_by_the_fix_is_outdated(make_store, clock):
+    """A corrected belief within a session: "X is stored but never used" is outdated once the session says the
+    code uses X (the issue's "Never drop a fact silently": linked, logged, reversible, both kept)."""
+    store = make_store()
+    unused = store.capture("The `linesAtStart` metadata field is stored but never used by the explain command.",
+                           "learnings", APP)
+    clock.advance(60)
+    used = store.capture("The explain command now uses the `linesAtStart` metadata field to scope the transcript to "
+                         "one checkpoint.", "decisions", APP)
+    assert used.stored and used.outdated == [unused.memory_id]
+    assert store.get(unused.memory_id).successor_id == used.memory_id and store.get(unused.memory_id).status == "active"
+    reason = store.con.execute("select reasoning from dedup_log where decision = 'changed_fact'").fetchone()[0]
+    assert reason.startswith("changed by subject (used)")
 
 
 def test_twenty_decisions_about_ten_services_keep_ten_current(make_store, clock):

@@ -15,7 +15,7 @@ A change is one of (first that applies):
   "replaced by", "now uses" ...) with a name the older lacks, where the older has a name the newer lacks,
   about the same subject ("we use Redux Toolkit for global state" / "we moved global state to Zustand");
 - `slot`: the same sentence around one name swapped for another ("RabbitMQ as the broker" / "Amazon SQS as the
-  broker"), with enough shared context on both sides.
+  broker"), with enough shared context on both sides; `used`: a code name said unused, then used (changes_usage).
 Never a change: two subjects told apart by their qualifiers ("the billing service ... 30 s timeout" / "the auth
 service ... 5 s timeout": one head word, another word in front of it in each), nothing shared but generic
 words, or no value that differs. The rules and word lists were written from the issue's examples and the
@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import lru_cache
 
+from subcog_store.text.changes_usage import used_after_all
 from subcog_store.text.changes_words import (
     CUES, DIMENSION, EVERY, GENERIC, LINK_WORDS, NEGATING, NEW_BEFORE, OLD_AFTER, OLD_BEFORE, STRONG)
 from subcog_store.text.guard_words import NUMBER_WORDS, STOPWORDS, UNITS
@@ -48,7 +49,7 @@ MAX_CHARS = 2000       # a text is judged on its first 2,000 characters (memorie
 class Change:
     """Why a newer memory outdates an older one."""
 
-    reason: str          # replaced | version | value | choice | slot
+    reason: str          # replaced | version | value | choice | slot | used
     subject: str         # the shared words that name what both are about
     old: str             # the older value or choice
     new: str             # the newer one ("" when the newer only retires the old)
@@ -360,7 +361,7 @@ def supersedes(older: str, newer: str) -> Change | None:
     """The change by which `newer` outdates `older` (same subject, another value or choice), or None.
 
     Both are memory texts of one project, `older` stated before `newer`. Deterministic, no model, about 0.1 ms.
-    See the module docstring for the five kinds of change and what is never one.
+    See the module docstring for the six kinds of change and what is never one.
     """
     a, b = _parse(" ".join(older[:MAX_CHARS].split())), _parse(" ".join(newer[:MAX_CHARS].split()))
     if not a.tokens or not b.tokens or a.raw.lower() == b.raw.lower():
@@ -396,4 +397,4 @@ def supersedes(older: str, newer: str) -> Change | None:
     swap = _slot_swap(a, b)
     if swap:
         return Change("slot", subject_text, *swap)
-    return None
+    return Change("used", used, f"{used} not used", f"{used} used") if (used := used_after_all(a.raw, b.raw)) else None
