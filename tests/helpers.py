@@ -1,5 +1,5 @@
 """What many test files need, written once: the environment scrub, the CLI as a process (and in this process),
-a hook run as Claude Code runs it, and waiting for a state instead of sleeping.
+a hook run as Claude Code runs it, a read-only look at a store, and waiting for a state instead of sleeping.
 
 Test files keep thin wrappers for their own defaults (a log path, the worker off); the subprocess call, the
 scrub of the developer's SUBCOG_* settings and the waiting live here only.
@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
+
+import apsw
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -107,6 +109,21 @@ def cli_in_process(monkeypatch, capsys, *argv: str, stdin: bytes = b"", **env: s
         code = e.code
     out, err = capsys.readouterr()
     return code, out, err
+
+
+READ_BUSY_MS = 30_000   # bounds a broken run only: a passing one waits a few milliseconds at most
+
+
+def read_rows(db: Path | str, sql: str, params: tuple = ()) -> list[tuple]:
+    """The rows of `sql` on a read-only connection that never changes the store's files. Another process (a
+    worker writing its backlog after its answer, a checkpoint) may hold a short exclusive moment: the reader
+    waits for it instead of failing with "database is locked" on a loaded machine."""
+    con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY, vfs="unix")   # never a test's fault VFS
+    con.setbusytimeout(READ_BUSY_MS)
+    try:
+        return con.execute(sql, params).fetchall()
+    finally:
+        con.close()
 
 
 def wait_for(predicate: Callable[[], object], timeout: float = 300.0, step: float = 0.02) -> bool:

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import re
 
-import apsw
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from helpers import read_rows
 from subcog_store.db.connection import connect
 from subcog_store.doctor import diagnose
 from subcog_store.claude_code.handlers import pre_compact
@@ -71,20 +71,12 @@ def capture_until_done(tmp_path: Path, path: Path, budget: float = 10.0) -> tupl
 
 
 def saved(db: Path) -> tuple[int, int]:
-    con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        row = con.execute("select byte_offset, record_chars from hook_offsets").fetchone()
-        return (row[0], row[1]) if row else (0, 0)
-    finally:
-        con.close()
+    rows = read_rows(db, "select byte_offset, record_chars from hook_offsets")
+    return (rows[0][0], rows[0][1]) if rows else (0, 0)
 
 
 def count(db: Path, sql: str) -> int:
-    con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        return con.execute(sql).fetchone()[0]
-    finally:
-        con.close()
+    return read_rows(db, sql)[0][0]
 
 
 def test_only_tool_calls(tmp_path):
@@ -155,12 +147,8 @@ def test_a_list_of_5000_items(tmp_path):
     db, runs = capture_until_done(tmp_path, path, budget=5.0)
     assert count(db, "select count(*) from memories where status = 'active'") == 5000   # every item, once
     assert count(db, "select count(distinct content) from memories") == 5000
-    con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        whole = [re.search(r"service (\d+) listens on port (\d+)\.", c) for c, in con.execute(
-            "select content from memories")]
-    finally:
-        con.close()
+    whole = [re.search(r"service (\d+) listens on port (\d+)\.", c)
+             for c, in read_rows(db, "select content from memories")]
     assert all(whole)                                                # no item cut in two by a piece's end
     assert sorted(int(m[1]) for m in whole) == list(range(5000))
     assert all(int(m[2]) == 10000 + int(m[1]) for m in whole)

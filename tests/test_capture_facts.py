@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import apsw
 import pytest
 
+from helpers import read_rows
 from subcog_store.claude_code.handlers import pre_compact
 from subcog_store.capture.session import HookOptions
 from subcog_store.claude_code.recall_hooks import user_prompt_submit
@@ -54,12 +54,8 @@ def capture(db: Path, path: Path, folder: str = "shop", session: str = "sess-1")
     return pre_compact(raw, HookOptions(db=db, budget_secs=120))
 
 
-def rows(db: Path, sql: str, params=()) -> list[tuple]:
-    con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        return con.execute(sql, params).fetchall()
-    finally:
-        con.close()
+def rows(db: Path, sql: str, params: tuple = ()) -> list[tuple]:
+    return read_rows(db, sql, params)
 
 
 def memories(db: Path) -> list[dict]:

@@ -12,8 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-import apsw
-
+from helpers import read_rows
 from conftest import clean_environ, cli_command
 from subcog_store.store import Store
 from subcog_store.dedup import write
@@ -48,13 +47,8 @@ print(json.dumps({"stored": result.stored, "decision": result.decision}))
 
 
 def active(db: Path) -> list[str]:
-    con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
-    con.setbusytimeout(10_000)
-    try:
-        return [r[0] for r in con.execute("select content from memories where status = 'active' and domain = ?",
-                                          (DOMAIN,))]
-    finally:
-        con.close()
+    return [r[0] for r in read_rows(db, "select content from memories where status = 'active' and domain = ?",
+                                    (DOMAIN,))]
 
 
 def test_a_rewording_stored_between_the_check_and_the_write_is_caught(make_store, tmp_path, monkeypatch):

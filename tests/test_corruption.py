@@ -13,6 +13,7 @@ from pathlib import Path
 import apsw
 import pytest
 
+from helpers import read_rows
 from conftest import clean_environ, cli_command, hook_output_problems
 
 REPO = Path(__file__).resolve().parents[1]
@@ -39,11 +40,7 @@ class World:
         return self.cli("hook", "pre-compact", stdin=json.dumps(payload).encode())
 
     def count(self, db: Path | None = None) -> int:
-        con = apsw.Connection(str(db or self.db), flags=apsw.SQLITE_OPEN_READONLY)
-        try:
-            return con.execute("select count(*) from memories").fetchone()[0]
-        finally:
-            con.close()
+        return read_rows(db or self.db, "select count(*) from memories")[0][0]
 
     def damage(self, page_kind: str) -> None:
         """Overwrite one page of the vectors' chunk table: its leaf, or one of its overflow pages."""

@@ -8,10 +8,8 @@ import os
 import time
 from pathlib import Path
 
-import apsw
-
 from conftest import FakeClock
-from helpers import wait_for
+from helpers import read_rows, wait_for
 from test_faults import NO_MODEL, BusyClock, assistant, captured_over_runs, count, decision, payload
 from test_worker import hook, rt  # noqa: F401 - rt: the worker fixture (a private XDG_RUNTIME_DIR)
 
@@ -23,11 +21,7 @@ def deferred_rows(db: Path) -> int:
 
 
 def memories(db: Path) -> set[str]:
-    con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        return {c for c, in con.execute("select content from memories where status = 'active'")}
-    finally:
-        con.close()
+    return {c for c, in read_rows(db, "select content from memories where status = 'active'")}
 
 
 def a_deferred_record(tmp_path: Path, monkeypatch) -> tuple[Path, dict[str, str], set[str]]:

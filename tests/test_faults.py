@@ -23,7 +23,7 @@ import apsw
 import pytest
 
 from conftest import _contract_checker, clean_environ, cli_command, shared_path
-from helpers import NO_WORKER, cli_in_process, run_cli
+from helpers import NO_WORKER, cli_in_process, read_rows, run_cli
 
 REPO = Path(__file__).resolve().parents[1]
 SESSION_A = REPO / "samples" / "session-a.jsonl"
@@ -83,12 +83,7 @@ def decision(i: int) -> str:
 
 
 def count(db: Path, sql: str = "select count(*) from memories where status = 'active'") -> int:
-    con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY, vfs="unix")
-    con.setbusytimeout(10_000)   # a reader may meet another process's short exclusive moment (a checkpoint)
-    try:
-        return con.execute(sql).fetchone()[0]
-    finally:
-        con.close()
+    return read_rows(db, sql)[0][0]
 
 
 def cli(monkeypatch, capsys, *argv: str, stdin: bytes = b"", **env: str) -> tuple[int, str, str]:
@@ -109,13 +104,8 @@ def test_a_transcript_that_is_not_a_regular_file_never_hangs(tmp_path, kind):
 # ------------------------------------------------------------------------------ 1. a huge session, run after run
 def resume_point(db: Path) -> tuple[int, int, int]:
     """Where the next capture of the transcript goes on (record offset, characters, candidates of the piece)."""
-    con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY, vfs="unix")
-    con.setbusytimeout(10_000)
-    try:
-        row = con.execute("select byte_offset, record_chars, piece_done from hook_offsets").fetchone()
-    finally:
-        con.close()
-    return tuple(row) if row else (0, 0, 0)
+    rows = read_rows(db, "select byte_offset, record_chars, piece_done from hook_offsets")
+    return tuple(rows[0]) if rows else (0, 0, 0)
 
 
 def runs_until_done(tmp_path: Path, db: Path, path: Path, budget: float, max_runs: int) -> list[str]:
@@ -709,12 +699,8 @@ def test_a_full_tmpfs(tmp_path, tmpfs, monkeypatch, capsys):
     message(proc)
     code, _, err = cli(monkeypatch, capsys, "install-hooks", "--project", str(tmpfs))
     assert code == 2 and "cannot write" in err and not (tmpfs / ".claude" / "settings.json").exists(), err
-    con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        assert con.execute("pragma quick_check").fetchone()[0] == "ok"
-        assert con.execute("select count(*) from memories").fetchone()[0] == stored
-    finally:
-        con.close()
+    assert read_rows(db, "pragma quick_check") == [("ok",)]
+    assert count(db, "select count(*) from memories") == stored
 
 
 class FullVFS(apsw.VFS):
@@ -1069,12 +1055,7 @@ def planted(db: Path) -> None:
 
 
 def runs(db: Path) -> list[tuple[int, str]]:
-    con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
-    con.setbusytimeout(10_000)   # the killed run's process may be in a short exclusive moment (a load-time BusyError)
-    try:
-        return con.execute("select id, status from dedup_runs order by id").fetchall()
-    finally:
-        con.close()
+    return read_rows(db, "select id, status from dedup_runs order by id")
 
 
 def test_a_killed_dedup_run_is_marked_interrupted_and_one_run_at_a_time(tmp_path):

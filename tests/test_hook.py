@@ -16,7 +16,7 @@ import apsw
 import pytest
 
 from conftest import hook_output_problems as output_problems, shared_path
-from helpers import scrub_environ
+from helpers import read_rows, scrub_environ
 from subcog_store.capture import session as hook
 from subcog_store.capture.session import HookOptions
 from subcog_store.claude_code.handlers import pre_compact
@@ -58,12 +58,8 @@ def user(text: str) -> str:
     return json.dumps({"type": "user", "isSidechain": False, "message": {"role": "user", "content": text}}) + "\n"
 
 
-def rows(db: Path, sql: str, params=()) -> list[tuple]:
-    con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        return con.execute(sql, params).fetchall()
-    finally:
-        con.close()
+def rows(db: Path, sql: str, params: tuple = ()) -> list[tuple]:
+    return read_rows(db, sql, params)
 
 
 def memories(db: Path, status: str | None = "active") -> list[dict]:

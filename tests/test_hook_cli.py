@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import hook_output_problems as problems, shared_path
-from helpers import BROKEN_RUN_SECS, UNHURRIED, clean_environ, run_cli, run_hook, wait_for
+from helpers import BROKEN_RUN_SECS, UNHURRIED, clean_environ, read_rows, run_cli, run_hook, wait_for
 from subcog_store.capture.session import HookOptions
 from subcog_store.claude_code.handlers import pre_compact
 from subcog_store.claude_code.report import capture_output
@@ -102,12 +102,7 @@ def assistant(text: str, sidechain: bool = False) -> bytes:
 
 
 def count_memories(db: Path) -> int:
-    con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
-    con.setbusytimeout(30_000)   # the warm worker may still be writing after its answer (its backlog)
-    try:
-        return con.execute("select count(*) from memories").fetchone()[0]
-    finally:
-        con.close()
+    return read_rows(db, "select count(*) from memories")[0][0]
 
 
 # -- bad input: the compaction goes on ---------------------------------------------------------------------

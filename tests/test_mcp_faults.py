@@ -10,9 +10,9 @@ import select
 import subprocess
 from pathlib import Path
 
-import apsw
 import pytest
 
+from helpers import read_rows
 from conftest import cli_command
 
 NO_MODEL = {"SUBCOG_DEDUP_SEMANTIC_ENABLED": "false"}
@@ -71,19 +71,11 @@ class Server:
 
 
 def contents(db: Path) -> list[str]:
-    con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        return [r[0] for r in con.execute("select content from memories where status = 'active' order by seq")]
-    finally:
-        con.close()
+    return [r[0] for r in read_rows(db, "select content from memories where status = 'active' order by seq")]
 
 
 def integrity(db: Path) -> list[tuple]:
-    con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        return con.execute("pragma integrity_check").fetchall()
-    finally:
-        con.close()
+    return read_rows(db, "pragma integrity_check")
 
 
 FACT = "We decided to keep the nightly export on the build host because it needs 40 GB of scratch space."

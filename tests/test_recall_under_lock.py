@@ -18,6 +18,7 @@ from pathlib import Path
 import apsw
 import pytest
 
+from helpers import read_rows
 from conftest import clean_environ, cli_command, hook_output_problems
 from subcog_store.claude_code.recall_hooks import BOOKKEEPING_WAIT_SECS
 from subcog_store.db.deferred import spool_path
@@ -92,12 +93,7 @@ class World:
         return subprocess.run([*CLI, *args], capture_output=True, env=self.env, timeout=120)
 
     def rows(self, sql: str) -> list[tuple]:
-        con = apsw.Connection(str(self.db), flags=apsw.SQLITE_OPEN_READONLY)
-        con.setbusytimeout(10_000)
-        try:
-            return con.execute(sql).fetchall()
-        finally:
-            con.close()
+        return read_rows(self.db, sql)
 
     def settled(self, sql: str, done, timeout: float = 60.0) -> list[tuple]:
         """The rows once `done(rows)` holds: the worker writes a recall hook's rows after it has answered."""

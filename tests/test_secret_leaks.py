@@ -18,7 +18,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from helpers import clean_environ, run_cli
+from helpers import clean_environ, read_rows, run_cli
 from secret_corpus import SECRETS, Secret
 
 CLI = [sys.executable, "-m", "subcog_store"]
@@ -97,11 +97,7 @@ def store_files(tmp_path: Path) -> dict[str, bytes]:
 
 def query(db: Path, sql: str) -> list[tuple]:
     """Read-only: never checkpoints or changes the files."""
-    con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        return list(con.execute(sql))
-    finally:
-        con.close()
+    return read_rows(db, sql)
 
 
 def fts_terms(db: Path) -> set[str]:

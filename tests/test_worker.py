@@ -27,7 +27,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import worker_pids, clean_environ, cli_command, hook_output_problems, shared_path
-from helpers import BROKEN_RUN_SECS, UNHURRIED, run_cli, run_hook, wait_for
+from helpers import BROKEN_RUN_SECS, UNHURRIED, read_rows, run_cli, run_hook, wait_for
 from subcog_store.config import SPECS
 from subcog_store.worker import client, lifecycle, protocol
 
@@ -175,12 +175,7 @@ def transcript(tmp: Path, texts: list[str] = TEXTS, name: str = "t.jsonl") -> Pa
 
 
 def rows(db: Path, sql: str, params: tuple = ()) -> list[tuple]:
-    con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
-    con.setbusytimeout(5000)
-    try:
-        return con.execute(sql, params).fetchall()
-    finally:
-        con.close()
+    return read_rows(db, sql, params)
 
 
 def active(db: Path) -> list[tuple[str, str]]:
