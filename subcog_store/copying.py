@@ -19,6 +19,7 @@ from subcog_store.clock import iso
 from subcog_store.core import Core
 from subcog_store.db import export as db_export, memories as writer, vectors as db_vectors
 from subcog_store.db.connection import immediate
+from subcog_store.db.decisions import STORED_DECISIONS
 from subcog_store.dedup.outdated import Outdated, link_outdated
 from subcog_store.dedup.write import capture_prepared
 from subcog_store.errors import InvalidInput, SubcogError
@@ -26,8 +27,6 @@ from subcog_store.inputs import CaptureRequest, prepare
 
 if TYPE_CHECKING:
     from subcog_store.db.memories import Memory
-
-STORED = ("stored", "changed_fact", "replaced", "merged")
 
 
 @dataclass
@@ -42,7 +41,7 @@ class CopyReport:
 
     @property
     def copied(self) -> int:
-        return sum(n for d, n in self.decisions.items() if d in STORED)
+        return sum(n for d, n in self.decisions.items() if d in STORED_DECISIONS)
 
     def to_dict(self) -> dict[str, Any]:
         return {"memories": self.memories, "copied": self.copied, "decisions": dict(self.decisions),

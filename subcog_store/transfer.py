@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from subcog_store.db import export as db_export
+from subcog_store.db.decisions import STORED_DECISIONS
 from subcog_store.db.memories import Memory
 from subcog_store.text.redact import shown
 
@@ -134,7 +135,12 @@ class ImportReport:
 
     @property
     def stored(self) -> int:
-        return sum(n for d, n in self.decisions.items() if d in ("stored", "changed_fact", "replaced", "merged"))
+        return sum(n for d, n in self.decisions.items() if d in STORED_DECISIONS)
+
+    @property
+    def skipped(self) -> int:
+        """Lines whose memory was not stored (a duplicate, or refused by a policy)."""
+        return sum(self.decisions.values()) - self.stored
 
     def fail(self, number: int, reason: str) -> None:
         self.errors += 1

@@ -26,6 +26,11 @@ COMMAND_TOOLS = frozenset({"Bash"})
 MAX_ERROR_CHARS = 64 * 1024
 
 
+def code_recall_on(settings) -> bool:
+    """Recall on touching a file and on a failed command: only with recall and the code features both on."""
+    return bool(settings.recall_enabled and settings.code_enabled)
+
+
 def post_tool_use(payload: HookEvent | Mapping, db: Path, store_factory=None, on_answer=None,
                   environ: Mapping[str, str] | None = None, embedders: str = provider.LOCAL,
                   budget_secs: float = HOOK_BUDGET_SECS) -> str:
@@ -47,7 +52,7 @@ def post_tool_use(payload: HookEvent | Mapping, db: Path, store_factory=None, on
     if store is None:
         return ""
     with store:
-        if not store.settings.recall_enabled or not store.settings.code_enabled:
+        if not code_recall_on(store.settings):
             return ""
         if rel is None:
             recall = inject.Recall(method="touch", reason="the file is outside the project")
@@ -75,7 +80,7 @@ def post_tool_use_failure(payload: HookEvent | Mapping, db: Path, use_model: boo
     if store is None:
         return ""
     with store:
-        if not store.settings.recall_enabled or not store.settings.code_enabled:
+        if not code_recall_on(store.settings):
             return ""
         try:
             recall = touch.error_context(store, domain, session_id, error, use_model=use_model or store.vectors.loaded)

@@ -87,8 +87,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         with bar(total, "import", unit="MB", scale=1 << 20, quiet=args.quiet) as p:
             report = transfer.import_lines(store, transfer.bounded_lines(stream), domain, progress=p.set)
     data = report.to_dict()
-    skipped = sum(n for d, n in report.decisions.items() if d not in ("stored", "changed_fact", "replaced", "merged"))
-    text = [f"import: {report.lines} lines: {report.stored} memories stored, {skipped} duplicates skipped"
+    text = [f"import: {report.lines} lines: {report.stored} memories stored, {report.skipped} duplicates skipped"
             + (f" ({', '.join(f'{d} {n}' for d, n in report.decisions.most_common())})" if report.decisions else "")
             + (f"; {report.not_current} retired memories left out" if report.not_current else "")
             + (f"; {report.errors} bad lines" if report.errors else "")]
