@@ -617,6 +617,15 @@ def test_a_worker_dead_with_our_frame_unread_is_a_lost_connection():
     assert "worker connection lost" in str(closed) and closed.spawn
 
 
+def test_a_silent_worker_is_waited_for_a_share_of_the_budget():
+    """The first frame's wait is a speed fallback (a late frame means the hook runs in process, never twice): at
+    the default budget a wedged worker costs 0.5 s as before; an unhurried budget (the tests that assert the worker
+    served a hook) gives a live worker on a loaded machine longer, bounded."""
+    assert client.first_frame_secs(protocol.HOOK_BUDGET_SECS) == client.FIRST_FRAME_SECS == 0.5
+    assert client.first_frame_secs(2.0) == client.FIRST_FRAME_SECS
+    assert client.first_frame_secs(float(UNHURRIED["SUBCOG_HOOK_BUDGET_SECS"])) == client.FIRST_FRAME_MAX_SECS
+
+
 # -- answering before the capture has finished (SUBCOG_HOOK_ANSWER_SECS) -------------------------------------------
 def finished_in_background(rt: Runtime, since: int, timeout: float = 300.0) -> bool:
     return wait_for(lambda: ": pre-compact finished in the background" in rt.log_text()[since:], timeout=timeout)

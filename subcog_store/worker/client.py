@@ -19,7 +19,14 @@ import time
 from subcog_store.worker import protocol as wire
 
 CONNECT_SECS = 0.02             # a Unix socket connects at once or not at all
-FIRST_FRAME_SECS = 0.5          # a live worker answers "ready" or "queued" at once; silence means wedged
+# A live worker answers "ready" or "queued" at once; a hook that hears nothing for a while takes the worker as wedged
+# and runs in process. This is a speed fallback, not a correctness rule: the worker runs a hook only after the
+# caller's "go", so a late first frame means the caller runs it and the worker drops the abandoned request (the
+# same memories either way, tests/test_worker.py). No state shows a slow live worker from a wedged one but its
+# answer, so the wait is a share of the hook's budget: 0.5 s at the default 20 s (a wedged worker costs every hook
+# that much), longer for a larger budget (a loaded machine can keep a live worker silent past 0.5 s).
+FIRST_FRAME_SECS = 0.5
+FIRST_FRAME_SHARE, FIRST_FRAME_MAX_SECS = 0.025, 5.0
 HOOK_SLOT_SECS = 1.0            # how long a busy worker may queue a hook before the caller runs it itself
 EMBED_SLOT_SECS = 5.0
 RESERVE_SHARE, RESERVE_MAX_SECS = 0.25, 5.0   # of the hook's budget, kept for running in process after a failure
@@ -101,14 +108,19 @@ def connect(paths: wire.Paths | None = None, timeout: float = CONNECT_SECS):
         raise
 
 
-def _start(sock, header: dict, blob: bytes, slot_secs: float) -> dict:
+def first_frame_secs(budget: float) -> float:
+    """How long a hook with this budget waits for the worker's first frame before taking it as wedged."""
+    return min(FIRST_FRAME_MAX_SECS, max(FIRST_FRAME_SECS, budget * FIRST_FRAME_SHARE))
+
+
+def _start(sock, header: dict, blob: bytes, slot_secs: float, first_frame: float = FIRST_FRAME_SECS) -> dict:
     """Send a request and wait until the worker may run it; returns its "ready" (or final) frame."""
     header.update(v=wire.PROTOCOL, key=wire.version_key(), wait=slot_secs)
     wire.send(sock, header, blob)
-    reply, _ = wire.recv(sock, time.monotonic() + FIRST_FRAME_SECS)
+    reply, _ = wire.recv(sock, time.monotonic() + first_frame)
     if reply.get("st") == "queued":   # behind the worker's own backlog work: that gives way, waited for longer
         extra = wire.BACKLOG_GIVE_WAY_SECS if reply.get("behind") == "backlog" else 0.0
-        reply, _ = wire.recv(sock, time.monotonic() + slot_secs + extra + FIRST_FRAME_SECS)
+        reply, _ = wire.recv(sock, time.monotonic() + slot_secs + extra + first_frame)
     if reply.get("error"):
         error = str(reply["error"])
         raise Unavailable({"version": "worker of another version (it exits; a new one starts)",
@@ -153,7 +165,7 @@ def run_hook(event: str | None, opts: dict, raw: bytes, db: str | None, started:
         os.umask(mask)
         header = {"op": "hook", "event": event, "dry_run": bool(opts.get("dry_run")), "format": opts.get("format"),
                   "db": db, "cwd": os.getcwd(), "umask": mask, "env": dict(os.environ)}
-        reply = _start(sock, header, raw, min(HOOK_SLOT_SECS, budget / 4))
+        reply = _start(sock, header, raw, min(HOOK_SLOT_SECS, budget / 4), first_frame_secs(budget))
         if reply.get("st") != "ready":
             raise Unavailable(f"worker sent {str(reply)[:80]}")
         reserve = min(budget * RESERVE_SHARE, RESERVE_MAX_SECS)   # kept whole for running it here after all
