@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
-import subprocess
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -44,6 +42,9 @@ class Pair:
 def run_command(command: str, payload: dict, timeout: float, env: Mapping[str, str] | None = None) -> dict:
     """Run `command` with `payload` as JSON on stdin, in this process's environment with `env` over it (the
     settings' environment: a hook's caller's, in the warm worker); return its JSON object from stdout."""
+    import shlex   # here: a capture with no plugin configured (every hook's) never pays for subprocess
+    import subprocess
+
     try:
         proc = subprocess.run(shlex.split(command), input=json.dumps(payload), capture_output=True, text=True,
                               timeout=timeout, env=None if env is None else {**os.environ, **env})

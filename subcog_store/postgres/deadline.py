@@ -13,8 +13,6 @@ it finds the connection gone.
 from __future__ import annotations
 
 import os
-import selectors
-import socket
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -60,6 +58,8 @@ class Deadline:
 
     def _expire(self) -> None:
         """The timer's thread: never raises (a thread's traceback would reach stderr, which a hook keeps clean)."""
+        import socket   # here: a SQLite hook imports this module (db/connection) and never needs it
+
         with self._lock:   # the connection cannot be closed (its socket number reused) meanwhile
             raw = self._raw
             if self._done or raw is None or raw.closed:
@@ -85,6 +85,8 @@ def _cancel_request(raw: "psycopg.Connection"):
 
 def _send(cancel) -> None:
     """Send the cancel request, waiting at most CANCEL_SECS for the server to take it."""
+    import selectors
+
     from psycopg import pq
 
     until = time.monotonic() + CANCEL_SECS
