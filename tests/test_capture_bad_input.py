@@ -12,7 +12,7 @@ import re
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from helpers import read_rows
+from helpers import read_rows, scrub_environ
 from subcog_store.db.connection import connect
 from subcog_store.doctor import diagnose
 from subcog_store.claude_code.handlers import pre_compact
@@ -26,10 +26,7 @@ INVARIANTS = {"sqlite_integrity", "stored_hash_matches_content", "one_active_per
 
 @pytest.fixture(autouse=True)
 def hook_env(monkeypatch, tmp_path):
-    import os
-
-    for key in [k for k in os.environ if k.startswith("SUBCOG_")]:
-        monkeypatch.delenv(key)
+    scrub_environ(monkeypatch)
     monkeypatch.setenv("SUBCOG_HOOK_LOG", str(tmp_path / "hook.log"))
     monkeypatch.setenv("SUBCOG_WORKER_ENABLED", "false")
     monkeypatch.setenv("SUBCOG_DEDUP_SEMANTIC_ENABLED", "false")   # meaning plays no part here: the text tier

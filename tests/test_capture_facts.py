@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import read_rows
+from helpers import read_rows, scrub_environ
 from subcog_store.claude_code.handlers import pre_compact
 from subcog_store.capture.session import HookOptions
 from subcog_store.claude_code.recall_hooks import user_prompt_submit
@@ -20,10 +20,7 @@ SERVICES = ["billing", "auth", "search", "checkout", "inventory", "shipping", "e
 
 @pytest.fixture(autouse=True)
 def hook_env(monkeypatch, tmp_path):
-    import os
-
-    for key in [k for k in os.environ if k.startswith("SUBCOG_")]:
-        monkeypatch.delenv(key)
+    scrub_environ(monkeypatch)
     monkeypatch.setenv("SUBCOG_HOOK_LOG", str(tmp_path / "hook.log"))
     monkeypatch.setenv("SUBCOG_WORKER_ENABLED", "false")
     for name in ("shop", "blog"):

@@ -4,12 +4,11 @@ memories one unhurried run stores (29.10: one capture, one result whichever path
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
 from conftest import FakeClock
-from helpers import read_rows, wait_for
+from helpers import read_rows, scrub_environ, wait_for
 from test_faults import NO_MODEL, BusyClock, assistant, captured_over_runs, count, decision, payload
 from test_worker import hook, rt  # noqa: F401 - rt: the worker fixture (a private XDG_RUNTIME_DIR)
 
@@ -30,8 +29,7 @@ def a_deferred_record(tmp_path: Path, monkeypatch) -> tuple[Path, dict[str, str]
     from subcog_store.capture.session import MIN_CAPTURES, HookOptions
     from subcog_store.claude_code.handlers import pre_compact
 
-    for key in [k for k in os.environ if k.startswith("SUBCOG_")]:
-        monkeypatch.delenv(key)
+    scrub_environ(monkeypatch)
     path = tmp_path / "record.jsonl"
     path.write_bytes(assistant("\n\n".join(decision(i) for i in range(N))))
     whole = captured_over_runs(tmp_path, path, "whole", lambda: FakeClock(time.monotonic()), 600.0, 2)

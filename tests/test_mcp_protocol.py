@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from subcog_store.mcp.server import Server
-from helpers import cli_command
+from helpers import clean_environ, cli_command
 
 ROOT = Path(__file__).resolve().parents[1]
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -178,7 +178,7 @@ def test_pings_are_answered_during_a_call_and_a_cancelled_call_gets_no_reply() -
 def test_the_server_answers_before_importing_the_sdk_numpy_or_the_store(tmp_path: Path) -> None:
     """What `subcog-store mcp` imports before it can answer: no SDK (pydantic, anyio), no numpy, no store (they
     load in the calls' thread, after the main thread is serving)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SUBCOG_")}
+    env = clean_environ(answer_when_done=False)
     env.update(SUBCOG_DB=str(tmp_path / "m.db"), SUBCOG_WORKER_ENABLED="false")
     proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "subcog_store", "mcp"], env=env, cwd=tmp_path,
                           input=json.dumps(req(1, "server/discover", {"_meta": META})).encode() + b"\n",

@@ -17,7 +17,7 @@ import pytest
 from subcog_store import __version__
 from subcog_store.model import files
 from subcog_store.progress import Progress, Stages, bar
-from helpers import cli_command
+from helpers import clean_environ, cli_command
 
 
 class Terminal(io.StringIO):
@@ -88,7 +88,7 @@ def _history(tmp: Path) -> Path:
 @pytest.mark.parametrize("terminal, quiet", [(True, False), (False, False), (True, True)])
 def test_a_long_command_shows_its_bar_only_on_a_terminal(tmp_path: Path, terminal: bool, quiet: bool) -> None:
     projects = _history(tmp_path)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SUBCOG_")}
+    env = clean_environ(answer_when_done=False)
     env.update(SUBCOG_DB=str(tmp_path / "m.db"), SUBCOG_WORKER_ENABLED="false", SUBCOG_DEDUP_SEMANTIC_ENABLED="false",
                TERM="xterm")
     cmd = [*cli_command(), "import-history", str(projects), *(["--quiet"] if quiet else [])]

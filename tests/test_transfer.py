@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import subprocess
 from pathlib import Path
 
 from subcog_store import transfer
-from helpers import cli_command
+from helpers import clean_environ, cli_command
 
 TTL5 = ("We decided to use Redis for the session cache with a TTL of 5 minutes, because sessions are read on every "
         "request.")
@@ -94,7 +93,7 @@ def test_the_markdown_document_lists_current_facts_by_namespace_with_outdated_on
 
 
 def test_the_cli_writes_a_file_whole_or_not_at_all_and_import_says_what_it_did(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SUBCOG_")}
+    env = clean_environ(answer_when_done=False)
     env.update(SUBCOG_DB=str(tmp_path / "a.db"), SUBCOG_WORKER_ENABLED="false", SUBCOG_DEDUP_SEMANTIC_ENABLED="false")
 
     def run(*args: str, db: str = "a.db", stdin: str | None = None) -> subprocess.CompletedProcess:
