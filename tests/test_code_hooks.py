@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 import code_repo
-from conftest import ANSWER_WHEN_DONE, hook_output_problems as problems
-from helpers import wait_for
+from conftest import hook_output_problems as problems
+from helpers import clean_environ, wait_for
 from subcog_store.code.record import cite_captured
 from subcog_store.db import citations
 from subcog_store.scope import domain_for
@@ -51,8 +51,7 @@ def project(tmp_path, store, clock):
 
 def hook(tmp_path, db, sub: str, payload: dict | bytes, mode: dict, **env: str) -> tuple[str, str]:
     """(stdout, the hook log) of one hook run, after checking it exited 0, quietly, with accepted output."""
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("SUBCOG_")}
-    environ.update(ANSWER_WHEN_DONE, SUBCOG_HOOK_LOG=str(tmp_path / "hook.log"), **mode, **env)
+    environ = clean_environ({"SUBCOG_HOOK_LOG": str(tmp_path / "hook.log"), **mode, **env})
     stdin = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     proc = subprocess.run([*CLI, "--db", str(db), "hook", sub], input=stdin, capture_output=True, env=environ,
                           timeout=120)
@@ -188,8 +187,7 @@ def test_a_capture_hook_cites_what_its_memories_name(tmp_path, store, mode):
     transcript.write_text(json.dumps({"type": "assistant", "isSidechain": False, "sessionId": "s", "uuid": "u",
                                       "message": {"role": "assistant", "content": [{"type": "text", "text": text}]}})
                           + "\n")
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("SUBCOG_")}
-    environ.update(ANSWER_WHEN_DONE, SUBCOG_HOOK_LOG=str(tmp_path / "hook.log"), **mode)
+    environ = clean_environ({"SUBCOG_HOOK_LOG": str(tmp_path / "hook.log"), **mode})
     payload = {"session_id": "s1", "transcript_path": str(transcript), "cwd": str(root),
                "hook_event_name": "PreCompact", "trigger": "manual"}
     proc = subprocess.run([*CLI, "--db", str(store.path), "hook", "pre-compact"], input=json.dumps(payload).encode(),

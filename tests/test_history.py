@@ -13,7 +13,7 @@ import pytest
 from subcog_store.capture.history import Importer, projects_dir, sniff, walk
 from subcog_store.scope import domain_for, domain_for_recorded
 from subcog_store.store import Store
-from helpers import cli_command
+from helpers import clean_environ, cli_command
 
 ROOT = Path(__file__).resolve().parents[1]
 FACTS = ["We decided to use PgBouncer in transaction mode for Postgres connection pooling because the app opens "
@@ -114,7 +114,7 @@ def test_a_session_the_hooks_captured_is_continued_not_read_again(tmp_path: Path
     path = tmp_path / "projects" / "p" / f"{uuid.uuid4()}.jsonl"
     session = transcript(path, str(work), FACTS[:2])
     db = tmp_path / "m.db"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SUBCOG_")}
+    env = clean_environ(answer_when_done=False)
     env.update(SUBCOG_DB=str(db), SUBCOG_WORKER_ENABLED="false", SUBCOG_DEDUP_SEMANTIC_ENABLED="false",
                SUBCOG_HOOK_LOG=str(tmp_path / "hook.log"))
     payload = {"session_id": session, "transcript_path": str(path.absolute()), "cwd": str(work),
