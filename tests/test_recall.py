@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given, strategies as st
 
 BOTH_BACKENDS = True   # each test that opens a store runs on SQLite and on PostgreSQL (conftest.make_store)
 
@@ -15,7 +16,9 @@ from conftest import cli_command, clean_environ
 from subcog_store import review
 from subcog_store.errors import InvalidInput
 from subcog_store.claude_code import recall_hooks
-from subcog_store.recall import inject
+from subcog_store.db import vectors
+from subcog_store.recall import inject, search as search_mod
+from subcog_store.recall.query import terms
 from subcog_store.scope import LEGACY_DOMAIN, domain_for
 from subcog_store.store import Store
 
@@ -135,6 +138,24 @@ def test_all_includes_retired_memories_linked_to_their_successor(filled):
     assert ids["webhook"] not in [h.memory.id for h in store.search("payment webhook", domain=APP).hits]
     found = store.search("payment webhook answer", domain=APP, include_all=True)
     assert found.hits[0].memory.id == ids["webhook"] and found.hits[0].memory.status == "deleted"
+
+
+def test_the_vectors_of_several_memories_are_each_ones_own_searchable_or_parked(filled):
+    store, ids = filled
+    store.forget(ids["webhook"], "obsolete")   # its vector is parked, not searchable
+    wanted = [ids["redis"], ids["webhook"], "no-such-memory"]
+    found = vectors.of_memories(store.con, wanted)
+    assert set(found) == {ids["redis"], ids["webhook"]}
+    assert all(found[mid] == vectors.of_memory(store.con, mid) for mid in found)
+    assert vectors.of_memories(store.con, []) == {}
+
+
+@given(st.text(alphabet=st.sampled_from("aAbB_İıßé-. 'x1"), max_size=30),
+       st.text(alphabet=st.sampled_from("aAbB_İıßé-. 'x1"), max_size=60))
+def test_coverage_reads_a_memorys_words_as_the_prompts_terms(prompt, content):
+    """held_words skips the stop-word filter: for every term of a prompt, holding it is the same question."""
+    for term in terms(prompt):
+        assert (term in search_mod.held_words(content)) == (term in set(terms(content)))
 
 
 def test_forget_is_logged_and_reversible(filled):

@@ -82,6 +82,16 @@ select coalesce(
 from memories m
 where m.id = :id;
 
+-- name: vectors_of
+-- The stored vectors of several memories by id (a JSON array): searchable, else parked; none for a memory without.
+select
+  m.id,
+  coalesce(
+    (select v.embedding from memory_vectors v where v.memory_seq = m.seq),
+    (select r.embedding from retired_vectors r where r.memory_seq = m.seq)) as embedding
+from memories m
+where m.id in (select value from json_each(:ids));
+
 -- name: term_document_counts
 -- How many memories hold each of the words (a JSON array), and how many memories the index holds in all.
 select

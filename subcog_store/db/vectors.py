@@ -4,6 +4,7 @@ stale sign bits). The writes are `db/memories.py`'s; the nearest-neighbour searc
 """
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Iterator
 
 from subcog_store.db.sqlfiles import q
@@ -22,6 +23,13 @@ def of_memory(con: "apsw.Connection", memory_id: str) -> bytes | None:
     """A memory's stored vector by id: the searchable one, else the one parked when it was retired."""
     row = con.execute(q("vector_of"), {"id": memory_id}).fetchone()
     return bytes(row[0]) if row and row[0] else None
+
+
+def of_memories(con: "apsw.Connection", memory_ids: list[str]) -> dict[str, bytes]:
+    """Several memories' stored vectors by id (as `of_memory`, one query); a memory without one is absent."""
+    if not memory_ids:
+        return {}
+    return {mid: bytes(blob) for mid, blob in con.execute(q("vectors_of"), {"ids": json.dumps(memory_ids)}) if blob}
 
 
 def in_scope(con: "apsw.Connection", namespace: str, domain: str) -> Iterator[tuple[int, bytes]]:

@@ -28,7 +28,7 @@ _FRAME = re.compile(r"^\s*(?:(?:hey|hi|ok|okay|so|and|also|quick question|one mo
                     r"|find out|figure out|help me (?:understand|with)?|show me)?\s*"
                     r"|(?:please )?(?:remind me|tell me|explain|do you (?:know|remember)|i (?:want|need) to know"
                     r"|i(?:'m| am) (?:wondering|not sure))\s*)?", re.IGNORECASE)
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+WORD = re.compile(r"[^\W_]+", re.UNICODE)   # FTS5's token: `_` and punctuation split a word
 _IDENT = re.compile(r"(?<![\w./-])(?:[A-Za-z_][\w]*[._/:-][\w./:-]*\w|[a-z]+[A-Z]\w*|[A-Z]{2,}\w*\d\w*|[A-Za-z]+_\w+"
                     r"|--?[a-z][\w-]+|\w+\(\))", re.UNICODE)
 
@@ -50,7 +50,7 @@ def _plain(word: str) -> str:
 def terms(text: str) -> list[str]:
     """The words of `text` the text side searches: lower case, no stop words, no question or frame words, no
     single letters (FTS5's tokens: `_` and punctuation split a word)."""
-    return [w for w in (m.lower() for m in _WORD.findall(text))
+    return [w for w in (m.lower() for m in WORD.findall(text))
             if len(w) > 1 and w not in SEARCH_STOPWORDS and w not in FRAME_WORDS]
 
 

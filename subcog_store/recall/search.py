@@ -21,7 +21,7 @@ from subcog_store.db.connection import read_snapshot
 from subcog_store.db.memories import Memory
 from subcog_store.errors import InvalidInput
 from subcog_store.recall import fusion
-from subcog_store.recall.query import content_of, terms
+from subcog_store.recall.query import WORD, content_of, terms
 from subcog_store.text.namespaces import canonical_namespace
 from subcog_store.text.textsim import significant_tokens
 
@@ -126,19 +126,19 @@ def search(store: "Store", query: str, *, domain: str, namespace: str | None = N
         memories = db_memories.by_ids(store.con, ids)
         marks = citations.marks(store.con, ids)
         hits = _hits(store, vector, vector_ids, text_ids, memories)
-    query_words = significant_tokens(text)
     kept = [h for h in hits.values() if not (exclude and exclude(h.memory))]
     current = {mid for mid, m in memories.items() if m.status == "active"}
     for h in kept:
-        held = set(terms(h.memory.content))
-        h.coverage = fusion.coverage(weights, held)
-        words_held = significant_tokens(h.memory.content)
-        h.text_match = len(query_words & words_held) / len(query_words) if query_words else 0.0
+        h.coverage = fusion.coverage(weights, held_words(h.memory.content)) if weights else 0.0
         if h.memory.successor_id and (h.memory.successor_id in current or include_all):
             h.outdated_by = h.memory.successor_id
         h.code_mark = marks.get(h.memory.id)
     ranked = fusion.rank(kept)
     ranked.sort(key=lambda h: h.code_mark is not None)   # stable: a memory the code contradicts, below current
+    query_words = significant_tokens(text)
+    for h in ranked[:limit]:   # shown and gated, never ranked: only the hits returned need it
+        held = significant_tokens(h.memory.content)
+        h.text_match = len(query_words & held) / len(query_words) if query_words else 0.0
     return SearchResult(ranked[:limit], "hybrid" if vector is not None else "text", note,
                         (time.perf_counter() - started) * 1000, {"vector": len(vector_ids), "text": len(text_ids)},
                         [sim for _, sim in vector_ids])
@@ -150,6 +150,13 @@ def rarest(counts: Sequence[tuple[str, int, int]]) -> list[str]:
     the full-text query's cost (every memory holding it is scored); coverage still weighs every word."""
     held = [(docs, i, term) for i, (term, docs, _) in enumerate(counts) if docs > 0]
     return [term for _, _, term in sorted(held)[:TEXT_TERMS]]
+
+
+def held_words(content: str) -> set[str]:
+    """A memory's words as `coverage` looks them up: every word token, lower case. The prompt's weighed words are
+    `terms` already (no stop or frame words), so a membership test here equals one in `set(terms(content))`
+    without filtering each memory's words (most of the ranking's Python time at 10k memories)."""
+    return {w.lower() for w in WORD.findall(content)}
 
 
 def _embed(store: "Store", text: str, use_model: bool):
@@ -176,15 +183,15 @@ def _hits(store: "Store", vector, vector_ids: list[tuple[str, float]], text_ids:
     for rank, (mid, sim) in enumerate(vector_ids, start=1):
         if mid in memories and mid not in hits:
             hits[mid] = Hit(memories[mid], similarity=sim, vector_rank=rank)
+    text_only = [mid for mid in dict.fromkeys(text_ids) if mid in memories and mid not in hits]
+    blobs = vectors.of_memories(store.con, text_only) if vector is not None else {}
     for rank, mid in enumerate(text_ids, start=1):
         if mid not in memories:
             continue
         hit = hits.setdefault(mid, Hit(memories[mid]))
         hit.text_rank = hit.text_rank or rank
-        if hit.similarity is None and vector is not None:
-            blob = vectors.of_memory(store.con, mid)
-            if blob:
-                hit.similarity = float(np.frombuffer(blob, dtype=np.float32) @ vector)
+        if hit.similarity is None and mid in blobs:
+            hit.similarity = float(np.frombuffer(blobs[mid], dtype=np.float32) @ vector)
     return hits
 
 
@@ -194,13 +201,9 @@ def _with_retired(store: "Store", vector, vector_ids: list[tuple[str, float]], t
     import numpy as np
 
     known = {mid for mid, _ in vector_ids}
-    extra = []
-    for mid in text_ids:
-        if mid in known:
-            continue
-        blob = vectors.of_memory(store.con, mid)
-        if blob:
-            extra.append((mid, float(np.frombuffer(blob, dtype=np.float32) @ vector)))
+    blobs = vectors.of_memories(store.con, [mid for mid in dict.fromkeys(text_ids) if mid not in known])
+    extra = [(mid, float(np.frombuffer(blobs[mid], dtype=np.float32) @ vector))
+             for mid in text_ids if mid not in known and mid in blobs]
     return sorted(vector_ids + extra, key=lambda pair: -pair[1])
 
 

@@ -168,6 +168,14 @@ select id, domain, namespace, content, content_hash, importance, tags, status, s
 from memories
 where id in (select jsonb_array_elements_text(%(ids)s::jsonb));
 
+-- name: vectors_of
+-- The stored vectors of the memories with the ids of a JSON array: searchable, else parked (as SQLite's).
+select m.id, coalesce(
+    (select v.embedding from memory_vectors v where v.memory_seq = m.seq),
+    (select r.embedding from retired_vectors r where r.memory_seq = m.seq)) as embedding
+from memories m
+where m.id in (select jsonb_array_elements_text(%(ids)s::jsonb));
+
 -- name: purge_fts
 -- Nothing to rebuild: the text index is a generated column of each row, gone with the row's old text.
 select 1 where false;
