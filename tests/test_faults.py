@@ -23,7 +23,7 @@ import apsw
 import pytest
 
 from conftest import _contract_checker, clean_environ, cli_command, shared_path
-from helpers import NO_WORKER, cli_in_process, read_rows, run_cli
+from helpers import NO_WORKER, cli_in_process, read_rows, run_cli, scrub_environ
 
 REPO = Path(__file__).resolve().parents[1]
 SESSION_A = REPO / "samples" / "session-a.jsonl"
@@ -163,8 +163,7 @@ def test_a_run_with_no_time_left_still_handles_its_minimum_and_goes_on_from_ther
     from subcog_store.capture.session import MIN_CAPTURES, HookOptions
     from subcog_store.claude_code.handlers import pre_compact
 
-    for key in [k for k in os.environ if k.startswith("SUBCOG_")]:
-        monkeypatch.delenv(key)
+    scrub_environ(monkeypatch)
     n = 300
     path = tmp_path / "record.jsonl"
     path.write_bytes(assistant("\n\n".join(decision(i) for i in range(n))))
@@ -218,8 +217,7 @@ def test_past_the_clients_timeout_a_run_handles_one_candidate_and_starts_nothing
     from subcog_store.capture.session import HookOptions
     from subcog_store.claude_code.handlers import pre_compact
 
-    for key in [k for k in os.environ if k.startswith("SUBCOG_")]:
-        monkeypatch.delenv(key)
+    scrub_environ(monkeypatch)
     groups = counting_extraction(monkeypatch)
     path = tmp_path / "record.jsonl"
     path.write_bytes(assistant("\n\n".join(decision(i) for i in range(1000))))   # five pieces, three groups
@@ -246,8 +244,7 @@ def test_a_run_extracts_only_as_far_as_it_captures(tmp_path, monkeypatch):
     from subcog_store.claude_code.handlers import pre_compact
     from subcog_store.dedup import write
 
-    for key in [k for k in os.environ if k.startswith("SUBCOG_")]:
-        monkeypatch.delenv(key)
+    scrub_environ(monkeypatch)
     groups = counting_extraction(monkeypatch)
     clock, real = FakeClock(0.0), write.capture_prepared
 
@@ -306,8 +303,7 @@ def test_the_same_record_gives_the_same_memories_however_its_runs_are_split(tmp_
     from conftest import FakeClock
     from subcog_store.capture import session
 
-    for key in [k for k in os.environ if k.startswith("SUBCOG_")]:
-        monkeypatch.delenv(key)
+    scrub_environ(monkeypatch)
     path = tmp_path / "lists.jsonl"
     path.write_bytes(assistant(lead_in_lists(12)))
     whole = captured_over_runs(tmp_path, path, "whole", lambda: FakeClock(time.monotonic()), 600.0, 2)
@@ -339,8 +335,7 @@ def test_a_real_session_gives_the_same_memories_however_its_runs_are_split(tmp_p
     from conftest import FakeClock
     from subcog_store.capture import session
 
-    for key in [k for k in os.environ if k.startswith("SUBCOG_")]:
-        monkeypatch.delenv(key)
+    scrub_environ(monkeypatch)
     path = tmp_path / "session.jsonl"
     shutil.copyfile(REAL_SESSION, path)
     whole = captured_over_runs(tmp_path, path, "whole", lambda: FakeClock(time.monotonic()), 600.0, 2, {})
@@ -358,8 +353,7 @@ def test_a_capture_that_stopped_early_never_moves_the_resume_point_back(tmp_path
     from subcog_store.claude_code.handlers import pre_compact
     from subcog_store.dedup import write
 
-    for key in [k for k in os.environ if k.startswith("SUBCOG_")]:
-        monkeypatch.delenv(key)
+    scrub_environ(monkeypatch)
     path = tmp_path / "record.jsonl"
     path.write_bytes(assistant("\n\n".join(decision(i) for i in range(3 * MIN_CAPTURES))))
     db = tmp_path / "s.db"
@@ -479,8 +473,7 @@ def test_a_capture_its_budget_stopped_is_finished_by_the_next_capture_hook_of_an
     from subcog_store.capture.session import MIN_CAPTURES, HookOptions
     from subcog_store.claude_code.handlers import pre_compact, setup_log
 
-    for key in [k for k in os.environ if k.startswith("SUBCOG_")]:
-        monkeypatch.delenv(key)
+    scrub_environ(monkeypatch)
     environ = {**NO_MODEL, "SUBCOG_HOOK_LOG": str(tmp_path / "hook.log")}
     path = tmp_path / "a.jsonl"
     path.write_bytes(assistant("\n\n".join(decision(i) for i in range(100))))
@@ -992,8 +985,7 @@ def test_a_held_lock_costs_no_more_than_the_budget_and_its_grace(tmp_path, locke
     from subcog_store.db import locks
     from subcog_store.extraction import extract
 
-    for key in [k for k in os.environ if k.startswith("SUBCOG_")]:
-        monkeypatch.delenv(key)
+    scrub_environ(monkeypatch)
     clock = FakeClock(0.0)
     waits = LockWaits(clock)
     monkeypatch.setattr(locks, "_set", waits.set)
