@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from subcog_store.dedup.rule import judge
 from subcog_store.dedup.rule import is_duplicate
+from subcog_store.text.guard_polarity import negations
 from subcog_store.text.guard import SUPPORT_MIN, GuardVerdict, changed_fact, lexical_support
 
 BRIEF_CHANGED = [
@@ -417,6 +418,22 @@ MODIFIER_LOOKALIKES = [  # a verb and its object, or bare words, that trade plac
     ("The Marlins traded Eovaldi with the Yankees.", "The Marlins Eovaldi traded with the Yankees."),
     ("Nine episodes ordered were broadcast.", "Nine broadcast episodes were ordered."),
 ]
+
+
+SWITCHED_OFF = [  # "off" as a state at the end of its clause reads like "disabled"; "once" (= after) vs "before"
+    ("Request logging is turned off in production.", "Request logging is disabled in production.", False),
+    ("The cache is switched off for the admin pages.", "The cache is disabled for the admin pages.", False),
+    ("Request logging is turned off in production.", "Request logging is enabled in production.", True),
+    ("The cache is switched off for the admin pages.", "The cache is on for the admin pages.", True),
+    ("Retries start once the queue has drained.", "Retries start before the queue has drained.", True),
+]
+
+
+@pytest.mark.parametrize("older,newer,changed", SWITCHED_OFF)
+def test_a_switch_turned_off_is_disabled_and_once_is_not_before(older: str, newer: str, changed: bool) -> None:
+    for a, b in ((older, newer), (newer, older)):
+        assert changed_fact(a, b).changed is changed, (a, b, changed_fact(a, b))
+    assert negations("Kick off the build, then sign off on the release.") == []
 
 
 @pytest.mark.parametrize("older,newer", MODIFIER_MOVED)

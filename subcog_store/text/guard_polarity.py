@@ -15,14 +15,16 @@ from functools import lru_cache
 
 from subcog_store.text.guard_tokens import NUM, SAME, GuardVerdict, clause_tokens, stem
 from subcog_store.text.guard_words import (
-    BOUNDARY, LINKS, NEGATION_PHRASES, NEGATORS, NOT_NEGATING, OPPOSITES, PREFERENCE, PRIVATIVE, SCOPE_SKIP,
-    STOPWORDS)
+    BE, BOUNDARY, LINKS, NEGATION_PHRASES, NEGATORS, NOT_NEGATING, OPPOSITES, PREFERENCE, PREPOSITIONS, PRIVATIVE,
+    SCOPE_SKIP, STOPWORDS)
 
 __all__ = ["polarity", "negations", "clear_caches"]
 
 SCOPE_REACH = 4   # a negation reaches at most this many tokens to the word it negates (training sets, docs/guard.md)
 _CUES = NEGATORS | PRIVATIVE
-_SPAN_WORDS = _CUES | PREFERENCE | {"over"} | {phrase[len(phrase) - 2] for phrase in NEGATION_PHRASES}  # "instead", "place"
+_SPAN_WORDS = _CUES | PREFERENCE | {"over", "off"} | {phrase[len(phrase) - 2] for phrase in NEGATION_PHRASES}  # "instead", "place"
+# "off" as a state negates like "disabled": "caching is turned off" = "caching is disabled" (coding train)
+_SWITCHED = BE | frozenset("turn turns turned turning switch switches switched switching set sets".split())
 
 _OPPOSITE: dict[str, set[str]] = {}
 for _x, _y in OPPOSITES:
@@ -52,6 +54,10 @@ def _spans(toks: tuple[str, ...]) -> list[tuple[int, int]]:
             out.append((i - 1, i + 2))
         elif t == "over" and i - preferred <= 6:
             out.append((i, i + 1))
+        elif t == "off":
+            if i and toks[i - 1] in _SWITCHED and (not nxt or nxt in BOUNDARY or nxt in LINKS
+                                                          or nxt in PREPOSITIONS):
+                out.append((i, i + 1))   # a state ("is off", "turned off in prod"), read like a privative verb
         elif (t in NEGATORS or t in PRIVATIVE) and (t, nxt) not in NOT_NEGATING \
                 and not (t == "nor" and "neither" in toks[:i]):
             out.append((i, i + 1))
@@ -85,7 +91,7 @@ def _scoped(text: str) -> _Scope:
     unsure: set[int] = set()   # what a privative verb governs: negated or not ("drop [support]", "a failed [run]")
     groups: list[frozenset[str]] = []
     for start, end in cues:
-        privative = end - start == 1 and toks[start] in PRIVATIVE
+        privative = end - start == 1 and (toks[start] in PRIVATIVE or toks[start] == "off")
         group: set[int] = set()
         for p in range(end, min(len(toks), end + SCOPE_REACH)):
             t = toks[p]

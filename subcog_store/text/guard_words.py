@@ -44,7 +44,8 @@ NEGATION_PHRASES = frozenset({("instead", "of"), ("rather", "than"), ("other", "
 # Slots that say one negation in other words: "instead of X" / "rather than X" is no substitution (the polarity
 # check compares what they negate).
 NEGATION_SLOTS = frozenset({"instead of", "rather than", "in place of", "other than", "without", "not", "never",
-                            "no", "avoid", "refrain from", "do not", "do n't"})
+                            "no", "avoid", "refrain from", "do not", "do n't", "disabled", "off", "turned off",
+                            "switched off"})
 PREFERENCE = frozenset("prefer prefers preferred preferring favor favors favour favours".split())
 # Negators that do not negate here: "nothing but X" = "only X", "not only", "not just", "no doubt", "no matter".
 NOT_NEGATING = frozenset({("nothing", "but"), ("not", "only"), ("not", "just"), ("no", "doubt"), ("no", "matter")})
@@ -116,7 +117,7 @@ WEEKDAYS = {d: i for i, ds in enumerate([
 OPPOSITES = [
     ("always", "never"), ("enable", "disable"), ("enabled", "disabled"), ("allow", "deny"), ("allow", "forbid"),
     ("allow", "block"), ("allowed", "forbidden"), ("accept", "reject"), ("include", "exclude"),
-    ("add", "remove"), ("added", "removed"), ("true", "false"), ("on", "off"), ("before", "after"),
+    ("add", "remove"), ("added", "removed"), ("true", "false"), ("on", "off"), ("before", "after"), ("before", "once"),
     ("increase", "decrease"), ("increased", "decreased"), ("raise", "lower"), ("rose", "fell"),
     ("up", "down"), ("gain", "loss"), ("gained", "lost"), ("higher", "lower"), ("more", "less"),
     ("more", "fewer"), ("above", "below"), ("minimum", "maximum"), ("min", "max"), ("sync", "async"),
