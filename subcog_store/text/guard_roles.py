@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import re
 
+from subcog_store.text.guard_lists import list_items_swapped
 from subcog_store.text.guard_tokens import (
     NUM, SAME, GuardVerdict, compared_form, is_content, names, order_tokens, stem)
 from subcog_store.text.guard_words import (
     ARTICLES, BE, BOUNDARY, LINKS, MARKERS, MONTHS, MOVABLE, PREPOSITIONS, PUNCTUATION, REPORTING, SEPARATORS, TIME,
     TIME_MODIFIERS, WEEKDAYS)
 
-__all__ = ["order_check", "MODIFIER_WORDS", "HEAD_WORDS", "MAX_ANCHORS"]
+__all__ = ["order_check", "MODIFIER_WORDS", "HEAD_WORDS", "MAX_ANCHORS", "LIST_SWAPS"]
 
 MODIFIER_WORDS = 0  # neighbouring units trade places freely when one has at most this many content words (a
 HEAD_WORDS = 0      # modifier) and the other at most HEAD_WORDS (its head); 0: never (PAWS dev, docs/guard.md)
 MAX_ANCHORS = 150   # pairs of equal content words the word-order alignment reads at most (a sentence pair: dozens)
+LIST_SWAPS = 3      # list items put back in order: this many trades of two items at most (a list of four)
 Block = tuple[int, int, int, int]  # start in a, start in b, end in a, end in b
 
 def _blocks(a: tuple[str, ...], b: tuple[str, ...]) -> list[Block]:
@@ -144,8 +146,27 @@ def order_check(older: str, newer: str) -> GuardVerdict:
     "from MySQL to Postgres" / "from Postgres to MySQL", "recorded in 2005 and published in 2006" / the years
     swapped. Moving a unit that carries its own role ("In 1876, he moved ..." / "He moved ... in 1876", "to
     New York from Chapel Hill" / "from Chapel Hill to New York"), reordering a list or moving attribution is not
-    a change."""
+    a change: neither are the items of a list, reworded or not, in another order ("PostgreSQL on port 5432 and
+    Redis on port 6380" / "Redis (port 6380) and PostgreSQL (port 5432)"), when the texts read the same once
+    the newer one's items are put back in the older one's order."""
     a, b = order_tokens(older), order_tokens(newer)
+    name_words, key_values = names(older) | names(newer), _key_values(older, newer)
+    verdict = _order_verdict(a, b, name_words, key_values)
+    if not verdict or "respectively" in a or "respectively" in b:
+        return verdict   # "A and B run on 1 and 2, respectively": the items' order is the fact
+    for _ in range(LIST_SWAPS):
+        swapped = list_items_swapped(a, b, name_words)
+        if swapped is None:
+            break
+        b = swapped
+        if not _order_verdict(a, b, name_words, key_values):
+            return SAME
+    return verdict
+
+
+def _order_verdict(a: tuple[str, ...], b: tuple[str, ...], name_words: frozenset[str],
+                   key_values: set[frozenset[str]]) -> GuardVerdict:
+    """order_check on the two texts' order tokens."""
     blocks = _blocks(a, b)
     k = len(blocks)
     if k < 2:
@@ -229,7 +250,6 @@ def order_check(older: str, newer: str) -> GuardVerdict:
     #    phrase moved to the front) needs a second one for the same two units;
     #    a pivot of function words only ("from X [to] Y") counts when it trades on both of its sides.
     seen: dict[tuple[int, int], list[str]] = {}
-    name_words = names(older) | names(newer)
     for c in range(k):
         if attribution[c] or (not content[c] and not any(t in PREPOSITIONS or t in "()" for t in words[c])):
             continue
@@ -263,8 +283,6 @@ def order_check(older: str, newer: str) -> GuardVerdict:
 
     def reworded(seq: tuple[str, ...], aligned: list[bool], start: int, end: int) -> bool:
         return any(not aligned[p] and seq[p] not in ARTICLES and seq[p] not in BOUNDARY for p in range(start, end))
-
-    key_values = _key_values(older, newer)
 
     def modifier_moved(x: int, y: int) -> bool:
         """x before y in the older text, y before x in the newer, next to each other in both: the two words of
