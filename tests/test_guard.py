@@ -439,6 +439,21 @@ LIST_LOOKALIKES = [  # words around "and" that trade places but are no items of 
 ]
 
 
+NEGATION_REWORDED = [  # one negation in other words: an exception ("except" / "other than"), "fails without X" for
+    # "requires X", or one text reading the same negation over more words ("not an id or uuid" / "rather than an
+    # id/uuid")
+    ("Port 22 is closed on every host except the bastion.", "Port 22 is closed on every host other than the bastion."),
+    ("Import validation requires the .manifest.json file.", "Import validation fails without .manifest.json."),
+    ("The endpoint takes a slug, not an id or uuid.", "The endpoint takes a slug rather than an id/uuid."),
+]
+
+NEGATION_REWORDED_LOOKALIKES = [  # the same words, another polarity: still the other fact
+    ("Port 22 is closed on every host except the bastion.", "Port 22 is closed on every host, the bastion included."),
+    ("The import works without the manifest file.", "The import fails without the manifest file."),
+    ("The import fails with the manifest file.", "The import fails without the manifest file."),
+]
+
+
 SWITCHED_OFF = [  # "off" as a state at the end of its clause reads like "disabled"; "once" (= after) vs "before"
     ("Request logging is turned off in production.", "Request logging is disabled in production.", False),
     ("The cache is switched off for the admin pages.", "The cache is disabled for the admin pages.", False),
@@ -471,6 +486,18 @@ def test_a_list_reordered_is_no_changed_fact_however_its_items_are_worded(older:
 
 @pytest.mark.parametrize("older,newer", LIST_LOOKALIKES)
 def test_words_around_and_that_are_no_list_items_stay_changed(older: str, newer: str) -> None:
+    for a, b in ((older, newer), (newer, older)):
+        assert changed_fact(a, b).changed, (a, b)
+
+
+@pytest.mark.parametrize("older,newer", NEGATION_REWORDED)
+def test_one_negation_in_other_words_is_no_changed_fact(older: str, newer: str) -> None:
+    for a, b in ((older, newer), (newer, older)):
+        assert not changed_fact(a, b).changed, (a, b, changed_fact(a, b))
+
+
+@pytest.mark.parametrize("older,newer", NEGATION_REWORDED_LOOKALIKES)
+def test_a_negation_on_one_side_only_stays_changed(older: str, newer: str) -> None:
     for a, b in ((older, newer), (newer, older)):
         assert changed_fact(a, b).changed, (a, b)
 

@@ -6,7 +6,8 @@ is a changed fact ("The guard is not needed because X always runs first" / "The 
 not always run first", where counting negations sees one each). When scope decides nothing, negation counts of
 another parity are a changed fact, unless both texts negate a word they share ("never read globally" / "instead
 of being read globally": one negation in other words). Opposites ("hard-deletes" / "soft-deletes", "enabled" /
-"disabled") are matched on stems.
+"disabled") are matched on stems. "fails without X" affirms X ("requires X"); "except X" and "apart from X"
+negate X like "other than X".
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ __all__ = ["polarity", "negations", "clear_caches"]
 
 SCOPE_REACH = 4   # a negation reaches at most this many tokens to the word it negates (training sets, docs/guard.md)
 _CUES = NEGATORS | PRIVATIVE
+_CONDITION_NEGATORS = frozenset({"without", "unless"})
 _SPAN_WORDS = _CUES | PREFERENCE | {"over", "off"} | {phrase[len(phrase) - 2] for phrase in NEGATION_PHRASES}  # "instead", "place"
 # "off" as a state negates like "disabled": "caching is turned off" = "caching is disabled" (coding train)
 _SWITCHED = BE | frozenset("turn turns turned turning switch switches switched switching set sets".split())
@@ -48,6 +50,8 @@ def _spans(toks: tuple[str, ...]) -> list[tuple[int, int]]:
             continue
         if t in NEGATORS and (nxt, toks[i + 2] if i + 2 < len(toks) else "") in NEGATION_PHRASES:
             cancelled = i + 2   # "nothing other than X" = "only X": two negations that cancel
+        elif t in PRIVATIVE and nxt in _CONDITION_NEGATORS:
+            cancelled = i + 1   # "fails without X" = "requires X": two negations that cancel
         elif (t, nxt) in NEGATION_PHRASES:
             out.append((i, i + 2))
         elif (toks[i - 1] if i else "", t, nxt) in NEGATION_PHRASES:
@@ -80,6 +84,7 @@ class _Scope:
     affirmed: frozenset[str]              # stems said without one
     groups: tuple[frozenset[str], ...]    # what each negation governs (empty: a privative verb, not read)
     count: int                            # negations
+    reads: tuple[tuple[str, ...], ...]    # the groups' stems in text order
 
 
 @lru_cache(maxsize=4096)
@@ -90,6 +95,7 @@ def _scoped(text: str) -> _Scope:
     negated: set[int] = set()
     unsure: set[int] = set()   # what a privative verb governs: negated or not ("drop [support]", "a failed [run]")
     groups: list[frozenset[str]] = []
+    reads: list[tuple[str, ...]] = []
     for start, end in cues:
         privative = end - start == 1 and (toks[start] in PRIVATIVE or toks[start] == "off")
         group: set[int] = set()
@@ -109,6 +115,7 @@ def _scoped(text: str) -> _Scope:
             break
         negated |= group
         groups.append(frozenset(stem(toks[p]) for p in group))
+        reads.append(tuple(stem(toks[p]) for p in sorted(group)))
     for p, t in enumerate(toks):
         if t.startswith("non-") and len(t) > 5:   # "non-destructive"
             negated.add(p)
@@ -117,7 +124,7 @@ def _scoped(text: str) -> _Scope:
     neg = frozenset(stem(toks[p][4:] if toks[p].startswith("non-") else toks[p]) for p in negated)
     pos = frozenset(stem(t) for p, t in enumerate(toks) if p not in negated and p not in unsure and p not in cue_words
                     and _is_word(t) and t not in SCOPE_SKIP) - {stem(toks[p]) for p in unsure}
-    return _Scope(neg, pos, tuple(groups), len(groups))
+    return _Scope(neg, pos, tuple(groups), len(groups), tuple(reads))
 
 
 def _free(scope: _Scope, other: _Scope) -> bool:
@@ -125,6 +132,18 @@ def _free(scope: _Scope, other: _Scope) -> bool:
     other text does not say ("is not required" / "works without X")."""
     words = other.negated | other.affirmed
     return any(not group or not group & words for group in scope.groups)
+
+
+def _unmatched(scope: _Scope, other: _Scope) -> frozenset[str]:
+    """What one text negates, less what a negation reads beyond a negation of the other text that governs the same
+    first words: the same negation read over more words ("not [bumped]" / "without [bumping schema version]",
+    "not an [id] or uuid" / "rather than an [id uuid]"); "no [nation won]" / "no [nation entered]" keep theirs."""
+    matched: set[str] = set()
+    for words in scope.reads:
+        for shorter in other.reads:
+            if shorter and len(shorter) < len(words) and words[:len(shorter)] == shorter:
+                matched.update(words[len(shorter):])
+    return scope.negated - matched
 
 
 def _opposite(ta: tuple[str, ...], tb: tuple[str, ...]) -> str | None:
@@ -146,8 +165,8 @@ def polarity(older: str, newer: str, ta: tuple[str, ...], tb: tuple[str, ...]) -
     # has no negation of its own that may be the same one said of another word ("is not required for sessions" /
     # "sessions work without it")
     odd = a.count % 2 != b.count % 2
-    witness_a = sorted(a.negated & (b.affirmed - b.negated)) if odd or not _free(b, a) else []
-    witness_b = sorted(b.negated & (a.affirmed - a.negated)) if odd or not _free(a, b) else []
+    witness_a = sorted(_unmatched(a, b) & (b.affirmed - b.negated)) if odd or not _free(b, a) else []
+    witness_b = sorted(_unmatched(b, a) & (a.affirmed - a.negated)) if odd or not _free(a, b) else []
     if witness_a:
         return GuardVerdict(True, "negation", f"not {witness_a[0]} vs {witness_a[0]}")
     if witness_b:

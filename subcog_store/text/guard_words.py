@@ -17,7 +17,7 @@ before through under until up down out off over while because since though altho
 """.split())
 
 NEGATORS = frozenset("""
-not no never none nobody nothing nowhere neither nor cannot without n't unless unable non
+not no never none nobody nothing nowhere neither nor cannot without n't unless unable non except
 dont doesnt didnt isnt arent wasnt werent cant couldnt wouldnt shouldnt wont hasnt havent hadnt mustnt
 """.split())
 # Verbs that negate what follows: "drop Python 3.8 support" = "Python 3.8 is no longer supported",
@@ -40,12 +40,13 @@ means use uses used using
 # Phrases that negate what they govern as much as "not" does (issue 23): "use X instead of Y" = "use X, not Y".
 # Pairs (word, next word) and triples (previous, word, next); "without" is a NEGATOR, "avoid" and "refrain"
 # PRIVATIVE. "prefer X over Y" negates Y too: "over" within a few words after one of PREFERENCE.
-NEGATION_PHRASES = frozenset({("instead", "of"), ("rather", "than"), ("other", "than"), ("in", "place", "of")})
+NEGATION_PHRASES = frozenset({("instead", "of"), ("rather", "than"), ("other", "than"), ("in", "place", "of"),
+                              ("apart", "from")})
 # Slots that say one negation in other words: "instead of X" / "rather than X" is no substitution (the polarity
 # check compares what they negate).
 NEGATION_SLOTS = frozenset({"instead of", "rather than", "in place of", "other than", "without", "not", "never",
                             "no", "avoid", "refrain from", "do not", "do n't", "disabled", "off", "turned off",
-                            "switched off"})
+                            "switched off", "except", "except for", "apart from"})
 PREFERENCE = frozenset("prefer prefers preferred preferring favor favors favour favours".split())
 # Negators that do not negate here: "nothing but X" = "only X", "not only", "not just", "no doubt", "no matter".
 NOT_NEGATING = frozenset({("nothing", "but"), ("not", "only"), ("not", "just"), ("no", "doubt"), ("no", "matter")})
