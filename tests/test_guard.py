@@ -420,13 +420,15 @@ MODIFIER_LOOKALIKES = [  # a verb and its object, or bare words, that trade plac
 ]
 
 
-LIST_REORDERED = [  # the items of a list, worded their own way, in the other order: one fact (issue 23)
+LIST_REORDERED = [  # the items of a list, worded their own way, or command-line options, in the other order: one fact
     ("Postgres on port 5432 and Redis on port 6379 must be up before the tests.",
      "Redis (port 6379) and Postgres (port 5432) must be up before the tests."),
     ("The rate limit is 20 requests per second and 500 requests per hour.",
      "The rate limit is 500 requests an hour and 20 requests a second."),
     ("The cache is process-local, and it has no eviction policy, so memory grows without bound.",
      "The cache has no eviction policy and is process-local, so memory grows without bound."),
+    ("Run pytest with -x -q to stop at the first failure.", "Run pytest with -q -x to stop at the first failure."),
+    ("Run the tests with --workers 4 --retries 2.", "Run the tests with --retries 2 --workers 4."),
 ]
 
 LIST_LOOKALIKES = [  # words around "and" that trade places but are no items of one list: still the other fact
@@ -436,6 +438,7 @@ LIST_LOOKALIKES = [  # words around "and" that trade places but are no items of 
     ("Retries wait 2 seconds in staging and 30 seconds in production.",
      "Retries wait 30 seconds in staging and 2 seconds in production."),
     ("The reader opens the file and the writer locks it.", "The writer opens the file and the reader locks it."),
+    ("Run the tests with --workers 4 --retries 2.", "Run the tests with --workers 2 --retries 4."),
 ]
 
 

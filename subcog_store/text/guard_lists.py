@@ -4,10 +4,12 @@ text that the other text lists in the other order, between the same words, each 
 order, the texts are compared again: a list reordered is no changed fact (issue 23, docs/guard.md)."""
 from __future__ import annotations
 
+import re
+
 from subcog_store.text.guard_tokens import is_content, stem
 from subcog_store.text.guard_words import ARTICLES, BOUNDARY, LINKS, MARKERS, PUNCTUATION, SEPARATORS
 
-__all__ = ["list_items_swapped", "LIST_ITEM", "LIST_LIGHT"]
+__all__ = ["list_items_swapped", "options_sorted", "LIST_ITEM", "LIST_LIGHT"]
 
 LIST_ITEM = 6       # words of a list item at most (coding train: "Redis ( port 6380 )" is 5)
 # Words a list item may add or drop and say the same: "on port 5432" / "(port 5432)", "per second" / "a second",
@@ -91,3 +93,19 @@ def list_items_swapped(a: tuple[str, ...], b: tuple[str, ...], name_words: froze
         return None
     _, s, c0, c1, e = best
     return b[:s] + b[c1:e] + b[c0:c1] + b[s:c0] + b[e:]
+
+
+# A command-line option ("-x", "--no-verify", "--port 8080", "--host=0.0.0.0"): a value is kept with its option when
+# it is joined by "=" or looks like one (digits, a dot, slash or colon; not a sentence's final dot), so "--name
+# foo" leaves "foo" to the prose
+_OPTION = r"--?[A-Za-z][\w-]*(?:=[^\s,;]*[^\s,;.]|\s+(?=[^\s,;-]*[\d./:])[^\s,;-](?:[^\s,;]*[^\s,;.])?)?"
+_OPTION_RUN = re.compile(rf"(?<![\w-]){_OPTION}(?:\s+{_OPTION})+")
+_ONE_OPTION = re.compile(_OPTION)
+
+
+def options_sorted(text: str) -> str:
+    """The text with each run of command-line options in one order (sorted): "-x -q" / "-q -x", "--port 8080
+    --host 0.0.0.0" / the other order give their options in any order the same meaning."""
+    if "-" not in text:
+        return text
+    return _OPTION_RUN.sub(lambda m: " ".join(sorted(o.strip() for o in _ONE_OPTION.findall(m.group(0)))), text)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from subcog_store.text.guard_lists import list_items_swapped
+from subcog_store.text.guard_lists import list_items_swapped, options_sorted
 from subcog_store.text.guard_tokens import (
     NUM, SAME, GuardVerdict, compared_form, is_content, names, order_tokens, stem)
 from subcog_store.text.guard_words import (
@@ -149,7 +149,7 @@ def order_check(older: str, newer: str) -> GuardVerdict:
     a change: neither are the items of a list, reworded or not, in another order ("PostgreSQL on port 5432 and
     Redis on port 6380" / "Redis (port 6380) and PostgreSQL (port 5432)"), when the texts read the same once
     the newer one's items are put back in the older one's order."""
-    a, b = order_tokens(older), order_tokens(newer)
+    a, b = order_tokens(options_sorted(older)), order_tokens(options_sorted(newer))
     name_words, key_values = names(older) | names(newer), _key_values(older, newer)
     verdict = _order_verdict(a, b, name_words, key_values)
     if not verdict or "respectively" in a or "respectively" in b:
