@@ -103,10 +103,9 @@ def hook_env(monkeypatch, tmp_path):
 @pytest.fixture(scope="module")
 def a_then_b(tmp_path_factory):
     """Run A, then B, then each again; returns the runs and what the store held after A."""
-    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("SUBCOG_")}
     base = tmp_path_factory.mktemp("ab")
-    os.environ["SUBCOG_HOOK_LOG"] = str(base / "hook.log")
-    try:
+    with pytest.MonkeyPatch.context() as env:
+        scrub_environ(env, SUBCOG_HOOK_LOG=str(base / "hook.log"))
         db = base / "store.db"
         a, b = base / "session-a.jsonl", base / "session-b.jsonl"
         shutil.copyfile(SAMPLES / "session-a.jsonl", a)
@@ -118,9 +117,6 @@ def a_then_b(tmp_path_factory):
         again_b = run(db, b, SESSION_B)
         return {"db": db, "a": a, "b": b, "run_a": run_a, "after_a": after_a, "run_b": run_b,
                 "again_a": again_a, "again_b": again_b}
-    finally:
-        os.environ.pop("SUBCOG_HOOK_LOG", None)
-        os.environ.update(saved)
 
 
 def by_text(items: list[dict], needle: str) -> list[dict]:

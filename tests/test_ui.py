@@ -4,7 +4,6 @@ real browser: `make ui-test`.)"""
 from __future__ import annotations
 
 import http.client
-import os
 import socket
 import subprocess
 from pathlib import Path
@@ -13,7 +12,7 @@ from urllib.parse import urlencode
 import pytest
 
 from subcog_store.store import Store
-from helpers import cli_command
+from helpers import clean_environ, cli_command
 
 TTL5 = "We decided to use Redis for the session cache with a TTL of 5 minutes, because sessions are read often."
 TTL10 = TTL5.replace("5 minutes", "10 minutes")
@@ -24,8 +23,8 @@ SCRIPT = 'A memory holding <script>alert("x")</script> & <img src=x onerror=aler
 def server(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ui")
     db = tmp / "m.db"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SUBCOG_")}
-    env.update(SUBCOG_DB=str(db), SUBCOG_WORKER_ENABLED="false", SUBCOG_DEDUP_SEMANTIC_ENABLED="false")
+    env = clean_environ({"SUBCOG_DB": str(db), "SUBCOG_WORKER_ENABLED": "false",
+                         "SUBCOG_DEDUP_SEMANTIC_ENABLED": "false"}, answer_when_done=False)
     with Store(db, environ={"SUBCOG_DEDUP_SEMANTIC_ENABLED": "false"}) as store:
         store.capture(TTL5, "decisions", "shop", session_id="s-1")
         store.capture(TTL10, "decisions", "shop", session_id="s-1")
