@@ -118,3 +118,20 @@ where session_id = :session_id and transcript_path = :transcript_path and queued
 select session_id, transcript_path, payload
 from hook_pending_set_aside
 order by set_aside_at;
+
+-- name: known_empty_texts
+-- Which of the fingerprints (a JSON array of integers) name texts a capture extracted and found no candidate in.
+select fingerprint
+from extraction_memo
+where fingerprint in (select value from json_each(:fingerprints));
+
+-- name: remember_empty_texts
+-- Texts a capture extracted and found no candidate in (a JSON array of their fingerprints).
+insert into extraction_memo (fingerprint, seen_at)
+select value, :now from json_each(:fingerprints) where true
+on conflict (fingerprint) do nothing;
+
+-- name: prune_empty_texts
+-- The fingerprints added before :before.
+delete from extraction_memo
+where seen_at < :before;

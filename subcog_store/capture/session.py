@@ -23,6 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from subcog_store.capture import pending as hook_pending
+from subcog_store.capture.known_empty import KnownEmpty
 from subcog_store.capture.resume import parts_of, read_before, resume_at, skip_done
 from subcog_store.capture.run import HookOptions, Run, Source, new_run
 from subcog_store.capture.session_text import keep_text_of_run
@@ -44,6 +45,8 @@ MIN_CAPTURES = 32     # candidates a run handles past its budget, until its limi
 SOURCES = {"pre-compact": "pre-compact-hook", "session-end": "session-end-hook", "post-compact": "compact-summary",
            "import-history": "import-history"}
 MAX_SUMMARY_CHARS = 200_000
+EMPTY_KEPT_SECS = 30 * 86400   # how long a store remembers a text extraction found nothing in (a cache: a text
+#                               forgotten is extracted again; sessions are mostly resumed within days)
 
 
 def capture_transcript(source: Source, options: HookOptions, run: Run | None = None,
@@ -181,7 +184,9 @@ def _capture_transcript(run: Run, options: HookOptions, deadline: float, limit: 
         run.records, run.bad_lines, run.truncated = read.records, read.bad_lines, read.truncated
         parts = [piece for text in read.texts
                  for piece in pieces(text, chars if text.offset == offset else 0)]
-        resume = _extract_and_capture(run, store, parts, at, options, deadline, limit) or Resume(read.next_offset)
+        known = KnownEmpty(store.con, options.min_confidence)
+        resume = _extract_and_capture(run, store, parts, at, options, deadline, limit, known) or \
+            Resume(read.next_offset)
         _cite(store, run, options, deadline)
         if options.dry_run:
             return []
@@ -191,21 +196,20 @@ def _capture_transcript(run: Run, options: HookOptions, deadline: float, limit: 
         keep_text_of_run(store.core, options.domain, run.session_id, read_before(parts, resume))
         keep_to_budget(store, deadline, grace=SAVE_GRACE_SECS, clock=options.clock)
         try:
-            _save(store, run, session_key, resume if resume.after(at) else None, pending if run.truncated else None)
+            _save(store, run, session_key, resume if resume.after(at) else None, pending if run.truncated else None,
+                  known.found)
         except DbError as e:
             run.fail("could not save the run (the captures are saved)", e)
         return left
 
 
 def _extract_and_capture(run: Run, store, parts: list, at: Resume, options: HookOptions, deadline: float,
-                         limit: float | None) -> Resume | None:
-    """Extract the parts group by group, each captured before the next is extracted: a busy run extracts about
-    what it can capture. A new group starts while its extraction (as long as the last one took) still fits
-    before `deadline`, or, before `limit`, while the run is short of its minimum (MIN_CAPTURES handled); the
-    first group, and its first candidate, whatever the time. Returns where the next run goes on (None: all
-    read was handled)."""
-    from subcog_store.extraction.extract import extract_candidates
-
+                         limit: float | None, known: KnownEmpty) -> Resume | None:
+    """Extract the parts group by group (texts `known` to hold no candidate left out), each captured before the
+    next is extracted: a busy run extracts about what it can capture. A new group starts while its extraction (as
+    long as the last one took) still fits before `deadline`, or, before `limit`, while the run is short of its
+    minimum (MIN_CAPTURES handled); the first group, and its first candidate, whatever the time. Returns where
+    the next run goes on (None: all read was handled)."""
     handled, extract_secs = 0, 0.0
     for n, group in enumerate(_groups(parts)):
         now = options.clock()
@@ -213,7 +217,7 @@ def _extract_and_capture(run: Run, store, parts: list, at: Resume, options: Hook
         if n and not short and now + extract_secs > deadline:
             run.truncated = True
             return Resume(group[0].offset, group[0].char_start)
-        candidates = extract_candidates(group, min_confidence=options.min_confidence)
+        candidates = known.extract(group)
         extract_secs = options.clock() - now
         keys = parts_of(candidates, group)
         candidates, keys, skipped = skip_done(candidates, keys, at) if n == 0 else (candidates, keys, 0)
@@ -278,12 +282,16 @@ def keep_to_budget(store, deadline: float, grace: float = 0.0, clock=time.monoto
     locks.within(store.con, deadline, grace, clock)
 
 
-def _save(store, run: Run, session_key: str, offset: Resume | None, deferred: dict | None = None) -> None:
+def _save(store, run: Run, session_key: str, offset: Resume | None, deferred: dict | None = None,
+          empty: set[int] | None = None) -> None:
     """Where this run stopped reading (unless a run of the same transcript at the same time got further) and its
     report, in one transaction; `deferred`: the run stopped early, and the next capture hook on the store goes on
-    with it (its pending record)."""
-    now = iso(store.clock())
+    with it (its pending record); `empty`: the texts it found no candidate in (`KnownEmpty`)."""
+    clock = store.clock()
+    now = iso(clock)
     with immediate(store.con):
+        if empty:
+            hook_state.remember_empty(store.con, sorted(empty), clock, EMPTY_KEPT_SECS)
         hook_pending.clear(store, session_key, run.transcript_path, in_transaction=True)
         if deferred is not None:
             hook_state.defer(store.con, session_key, run.transcript_path, deferred, now)

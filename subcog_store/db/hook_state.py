@@ -1,5 +1,6 @@
 """The hooks' own state: where each session's transcript capture stopped (`hook_offsets`), the report of each
-capture run (`hook_runs`), and the captures that finish after their hook answered (`hook_pending`).
+capture run (`hook_runs`), the captures that finish after their hook answered (`hook_pending`), and the texts a
+capture found no candidate in (`extraction_memo`, by fingerprint: extraction/memo.py).
 
 Reads run on the caller's connection; writes inside the caller's write transaction unless said otherwise.
 """
@@ -165,3 +166,26 @@ def set_aside_records(con: "apsw.Connection") -> list[str]:
     except apsw.Error:   # a store older than migration 013
         return []
     return [Unreadable(s, t, "", p, "").describe() for s, t, p in rows]
+
+
+# ------------------------------------------------------------------------------------ texts without candidates
+
+def known_empty(con: "apsw.Connection", fingerprints: list[int]) -> set[int]:
+    """Which of these text fingerprints a capture extracted and found no candidate in (none on a store older than
+    migration 018 opened read-only)."""
+    if not fingerprints:
+        return set()
+    try:
+        rows = con.execute(q("known_empty_texts"), {"fingerprints": json.dumps(fingerprints)}).fetchall()
+    except apsw.Error as e:   # the table is missing, or cannot be read now: every text is extracted
+        log.info("texts without candidates not read: %s: %s", type(e).__name__, e)
+        return set()
+    return {int(row[0]) for row in rows}
+
+
+def remember_empty(con: "apsw.Connection", fingerprints: list[int], now: float, keep_secs: float) -> None:
+    """Texts extracted without a candidate (their fingerprints), stamped `now` (unix seconds); those stamped more
+    than `keep_secs` before `now` are pruned."""
+    if fingerprints:
+        con.execute(q("remember_empty_texts"), {"fingerprints": json.dumps(fingerprints), "now": int(now)})
+        con.execute(q("prune_empty_texts"), {"before": int(now - keep_secs)})

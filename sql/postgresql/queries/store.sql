@@ -304,3 +304,15 @@ where exists (
     and m.domain = %(domain)s
     and m.status = 'active'
 );
+
+-- name: known_empty_texts
+-- As SQLite's (json_each): which of the fingerprints (a JSON array) name texts extraction found nothing in.
+select fingerprint
+from extraction_memo
+where fingerprint in (select (jsonb_array_elements_text(%(fingerprints)s::jsonb))::bigint);
+
+-- name: remember_empty_texts
+-- As SQLite's (json_each): texts a capture extracted and found no candidate in.
+insert into extraction_memo (fingerprint, seen_at)
+select (jsonb_array_elements_text(%(fingerprints)s::jsonb))::bigint, %(now)s
+on conflict (fingerprint) do nothing;
