@@ -36,7 +36,7 @@ from subcog_store.text.normalize import fingerprint
 
 log = logging.getLogger("subcog_store.hook.capture")
 SAVE_GRACE_SECS = 0.5
-EXTRACT_CHUNK = 200   # records (or pieces) extracted at once (corrections are found within a chunk)
+EXTRACT_CHUNK = 200   # records (or pieces) extracted at once (each judged on its own: extraction/extract.py)
 EXTRACT_CHARS = 40_000  # ... and about this many characters (a deadline check between groups)
 EXTRACT_SHARE = 0.5   # pending captures of others are redone only before this share of the budget
 PIECE_CHARS = 20_000  # a longer record is read in paragraph-aligned pieces of about this size
