@@ -16,7 +16,8 @@ from conftest import cli_command, clean_environ
 from subcog_store import review
 from subcog_store.errors import InvalidInput
 from subcog_store.claude_code import recall_hooks
-from subcog_store.db import vectors
+from subcog_store.db import search as db_search, vectors
+from subcog_store.db.memories import Memory
 from subcog_store.recall import inject, search as search_mod
 from subcog_store.recall.query import terms
 from subcog_store.scope import LEGACY_DOMAIN, domain_for
@@ -138,6 +139,32 @@ def test_all_includes_retired_memories_linked_to_their_successor(filled):
     assert ids["webhook"] not in [h.memory.id for h in store.search("payment webhook", domain=APP).hits]
     found = store.search("payment webhook answer", domain=APP, include_all=True)
     assert found.hits[0].memory.id == ids["webhook"] and found.hits[0].memory.status == "deleted"
+
+
+def test_search_ranks_candidate_rows_and_returns_whole_memories(filled):
+    store, ids = filled
+    keys = store.capture("Redis keys of the session cache are prefixed sess: and expire with the session.",
+                         "patterns", APP).memory_id
+    rows = db_search.candidates(store.con, [ids["redis"], "no-such-memory"])
+    assert set(rows) == {ids["redis"]}
+    assert rows[ids["redis"]] == (ids["redis"], FACTS["redis"][1], "active", None)
+    found = store.search("Redis session cache", domain=APP, limit=2)
+    assert {h.memory.id for h in found.hits} == {ids["redis"], keys}
+    assert all(isinstance(h.memory, Memory) and h.memory == store.get(h.memory.id) for h in found.hits)
+
+
+def test_exclude_judges_whole_memories_before_the_ranking(filled):
+    store, ids = filled
+    seen: list[object] = []
+
+    def exclude(memory) -> bool:
+        seen.append(memory)
+        return memory.id == ids["redis"]
+
+    found = store.search("Redis session cache TTL", domain=APP, limit=3, exclude=exclude)
+    assert ids["redis"] not in [h.memory.id for h in found.hits] and found.hits
+    assert seen and all(isinstance(m, Memory) for m in seen)
+    assert all(isinstance(h.memory, Memory) for h in found.hits)
 
 
 def test_the_vectors_of_several_memories_are_each_ones_own_searchable_or_parked(filled):

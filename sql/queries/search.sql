@@ -51,6 +51,16 @@ select
 from memories
 where id in (select value from json_each(:ids));
 
+-- name: search_candidates
+-- What the ranking reads of several memories by id (a JSON array), whatever their status.
+select
+  id,
+  content,
+  status,
+  successor_id
+from memories
+where id in (select value from json_each(:ids));
+
 -- name: top_memories
 -- The active memories of a domain most worth an index: most important first, then newest.
 select

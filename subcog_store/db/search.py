@@ -3,7 +3,7 @@ the full-text index (`memories_fts`)."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from subcog_store.db.connection import Error
 from subcog_store.db.sqlfiles import q
@@ -36,6 +36,23 @@ def text_neighbours(con: "apsw.Connection", fts_query: str, namespace: str, doma
     """(id, content) of a scope's active memories matching an FTS5 query, best BM25 first (the text tier)."""
     return [(mid, text) for mid, text, _ in con.execute(q("find_text_neighbours"), {
         "query": fts_query, "namespace": namespace, "domain": domain, "k": k})]
+
+
+class Candidate(NamedTuple):
+    """What the ranking reads of a candidate memory (a `db.memories.Memory` has the same attributes)."""
+
+    id: str
+    content: str
+    status: str
+    successor_id: str | None
+
+
+def candidates(con: "apsw.Connection", ids: list[str]) -> dict[str, Candidate]:
+    """The candidates with these ids (any status), by id: their text, status and successor, without the rest of
+    the row (search loads whole memories only for the hits it returns)."""
+    if not ids:
+        return {}
+    return {r[0]: Candidate(*r) for r in con.execute(q("search_candidates"), {"ids": json.dumps(ids)})}
 
 
 def term_counts(con: "apsw.Connection", terms: list[str]) -> list[tuple[str, int, int]]:

@@ -37,7 +37,7 @@ TEXT_TERMS = 4               # the full-text query asks for the rarest 4 content
 class Hit:
     """One memory found, with every component of its score."""
 
-    memory: Memory
+    memory: Memory                       # while ranking, its `db.search.Candidate` (text, status, successor)
     score: float = 0.0
     similarity: float | None = None      # cosine of query and memory (vector side)
     text_match: float | None = None      # share of the query's significant words the memory holds
@@ -123,23 +123,25 @@ def search(store: "Store", query: str, *, domain: str, namespace: str | None = N
         if include_all and vector is not None:
             vector_ids = _with_retired(store, vector, vector_ids, text_ids)
         ids = list(dict.fromkeys([mid for mid, _ in vector_ids] + text_ids))
-        memories = db_memories.by_ids(store.con, ids)
+        # the ranking reads a candidate's text, status and successor; `exclude` judges whole memories
+        rows = db_memories.by_ids(store.con, ids) if exclude else db_search.candidates(store.con, ids)
         marks = citations.marks(store.con, ids)
-        hits = _hits(store, vector, vector_ids, text_ids, memories)
-    kept = [h for h in hits.values() if not (exclude and exclude(h.memory))]
-    current = {mid for mid, m in memories.items() if m.status == "active"}
-    for h in kept:
-        h.coverage = fusion.coverage(weights, held_words(h.memory.content)) if weights else 0.0
-        if h.memory.successor_id and (h.memory.successor_id in current or include_all):
-            h.outdated_by = h.memory.successor_id
-        h.code_mark = marks.get(h.memory.id)
-    ranked = fusion.rank(kept)
-    ranked.sort(key=lambda h: h.code_mark is not None)   # stable: a memory the code contradicts, below current
+        hits = _hits(store, vector, vector_ids, text_ids, rows)
+        kept = [h for h in hits.values() if not (exclude and exclude(h.memory))]
+        current = {mid for mid, m in rows.items() if m.status == "active"}
+        for h in kept:
+            h.coverage = fusion.coverage(weights, held_words(h.memory.content)) if weights else 0.0
+            if h.memory.successor_id and (h.memory.successor_id in current or include_all):
+                h.outdated_by = h.memory.successor_id
+            h.code_mark = marks.get(h.memory.id)
+        ranked = fusion.rank(kept)
+        ranked.sort(key=lambda h: h.code_mark is not None)   # stable: a memory the code contradicts, below current
+        found = _whole_memories(store, ranked[:limit])
     query_words = significant_tokens(text)
-    for h in ranked[:limit]:   # shown and gated, never ranked: only the hits returned need it
+    for h in found:   # shown and gated, never ranked: only the hits returned need it
         held = significant_tokens(h.memory.content)
         h.text_match = len(query_words & held) / len(query_words) if query_words else 0.0
-    return SearchResult(ranked[:limit], "hybrid" if vector is not None else "text", note,
+    return SearchResult(found, "hybrid" if vector is not None else "text", note,
                         (time.perf_counter() - started) * 1000, {"vector": len(vector_ids), "text": len(text_ids)},
                         [sim for _, sim in vector_ids])
 
@@ -174,8 +176,23 @@ def _embed(store: "Store", text: str, use_model: bool):
     return vector, None
 
 
+def _whole_memories(store: "Store", hits: list[Hit]) -> list[Hit]:
+    """The hits with their whole memories in place of their candidate rows: one query for the hits returned, not
+    for the ~80 candidates ranked (building whole memories nobody was shown was most of reading the rows). A hit
+    whose memory was hard-deleted in between (PostgreSQL reads each statement's own snapshot) is dropped."""
+    whole = db_memories.by_ids(store.con, [h.memory.id for h in hits if not isinstance(h.memory, Memory)])
+    out = []
+    for h in hits:
+        if not isinstance(h.memory, Memory):
+            if h.memory.id not in whole:
+                continue
+            h.memory = whole[h.memory.id]
+        out.append(h)
+    return out
+
+
 def _hits(store: "Store", vector, vector_ids: list[tuple[str, float]], text_ids: list[str],
-          memories: dict[str, Memory]) -> dict[str, Hit]:
+          memories: dict[str, "Memory | db_search.Candidate"]) -> dict[str, Hit]:
     """One Hit per candidate, with each side's rank; a text-side candidate gets its cosine from its vector."""
     import numpy as np
 

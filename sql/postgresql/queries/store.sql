@@ -168,6 +168,12 @@ select id, domain, namespace, content, content_hash, importance, tags, status, s
 from memories
 where id in (select jsonb_array_elements_text(%(ids)s::jsonb));
 
+-- name: search_candidates
+-- What the ranking reads of the memories with the ids of a JSON array, any status.
+select id, content, status, successor_id
+from memories
+where id in (select jsonb_array_elements_text(%(ids)s::jsonb));
+
 -- name: vectors_of
 -- The stored vectors of the memories with the ids of a JSON array: searchable, else parked (as SQLite's).
 select m.id, coalesce(
