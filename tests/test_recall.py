@@ -153,6 +153,26 @@ def test_search_ranks_candidate_rows_and_returns_whole_memories(filled):
     assert all(isinstance(h.memory, Memory) and h.memory == store.get(h.memory.id) for h in found.hits)
 
 
+def test_a_scope_beside_the_projects_is_searched_when_it_holds_memories(filled):
+    from subcog_store.recall.scopes import search_with_user_scope
+    from subcog_store.scope import USER_DOMAIN
+
+    store, ids = filled
+    query = "Which cache do we keep user sessions in, and for how long?"
+    alone = [(h.memory.id, h.score) for h in store.search(query, domain=APP, limit=5).hits]
+    assert not db_search.searchable(store.con, USER_DOMAIN, True)
+    assert [(h.memory.id, h.score) for h in search_with_user_scope(store, query, domain=APP, limit=5).hits] == alone
+    pref = store.capture("I always keep user sessions in Redis rather than in the database.", "patterns",
+                         USER_DOMAIN).memory_id
+    assert db_search.searchable(store.con, USER_DOMAIN, False)
+    assert pref in [h.memory.id for h in search_with_user_scope(store, query, domain=APP, limit=5).hits]
+    store.forget(pref)
+    assert not db_search.searchable(store.con, USER_DOMAIN, False)
+    assert db_search.searchable(store.con, USER_DOMAIN, True)
+    everything = search_with_user_scope(store, query, domain=APP, limit=10, include_all=True)
+    assert pref in [h.memory.id for h in everything.hits]
+
+
 def test_exclude_judges_whole_memories_before_the_ranking(filled):
     store, ids = filled
     seen: list[object] = []

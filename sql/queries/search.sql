@@ -17,6 +17,15 @@ join memories m on m.seq = knn.memory_seq
 where m.status = 'active'
 order by knn.distance;
 
+-- name: domain_searchable
+-- 1 when a domain holds a memory search can return: an active one, or any with :all = 1 (index memories_ranking).
+select exists (
+  select 1
+  from memories
+  where domain = :domain
+    and (:all = 1 or status = 'active')
+) as searchable;
+
 -- name: search_text
 -- BM25 over the FTS5 index of a domain (active memories, or every status with :all = 1); lower is better.
 select

@@ -22,6 +22,11 @@ def nearest(con: "apsw.Connection", embedding: bytes, domain: str, k: int, names
     return [(mid, float(sim)) for mid, sim in con.execute(q("search_knn_domain"), params)]
 
 
+def searchable(con: "apsw.Connection", domain: str, include_all: bool) -> bool:
+    """Whether a domain holds a memory search can return (an active one, or any with `include_all`)."""
+    return bool(con.execute(q("domain_searchable"), {"domain": domain, "all": int(include_all)}).fetchone()[0])
+
+
 def text_matches(con: "apsw.Connection", fts_query: str, domain: str, namespace: str | None, include_all: bool,
                  k: int) -> list[str]:
     """Ids of a domain's memories matching an FTS5 query, best BM25 first (active ones, or all with

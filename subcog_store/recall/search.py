@@ -1,13 +1,15 @@
 """Search a domain's memories: the prompt's meaning and its rare words, current facts first.
 
-Candidates are the vec0 KNN of the prompt's embedding (the prompt as typed: MiniLM reads a question better than
-its keywords) and the FTS5 matches of the prompt's rarest content words (`recall.query`: no question words, no
+Candidates are the vec0 KNN of the prompt's embedding (the prompt as typed: MiniLM reads a question better than its
+keywords) and the FTS5 matches of the prompt's rarest content words (`recall.query`: no question words, no
 conversational frame; `rarest`); each is scored by `recall.fusion` (cosine plus the IDF-weighted share of the
-content words it holds). A memory outdated by a newer one (a changed fact) never ranks above its successor; one whose
-cited code no longer bears it out (a mark of `code.verify`) ranks below every current one. Without the
-model the text side answers alone (`method` says so). `extra_domains` searches more scopes beside the project's
-with the same ranking (a user scope of preferences); a lower-ranked source passes its weight to
-`fusion.score`.
+content words it holds). A memory outdated by a newer one (a changed fact) never ranks above its successor; one
+whose cited code no longer bears it out (a mark of `code.verify`) ranks below every current one. Without the model
+the text side answers alone (`method` says so). `extra_domains` searches more scopes beside the project's with the
+same ranking (a user scope of preferences), each only when it holds a memory to return (vec0's KNN reads every chunk
+of vectors whatever the domain asked, and the full-text query every match: an empty scope cost as much as a small
+one); a lower-ranked source passes its weight to `fusion.score`. The ranking reads each candidate's text, status and
+successor; whole memories are loaded for the hits returned.
 """
 # Lazy imports: the secret patterns compile only when a hit is shown.
 from __future__ import annotations
@@ -114,6 +116,8 @@ def search(store: "Store", query: str, *, domain: str, namespace: str | None = N
         weights = {term: fusion.idf(docs, total) for term, docs, total in counts}
         rare = rarest(counts)
         for dom in dict.fromkeys([domain, *extra_domains]):
+            if dom != domain and not db_search.searchable(store.con, dom, include_all):
+                continue   # nothing to find, and each side would scan the whole index for it
             if vector is not None:
                 vector_ids += db_search.nearest(store.con, vector.astype("float32").tobytes(), dom, CANDIDATES, ns)
             if rare:

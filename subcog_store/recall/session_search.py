@@ -19,7 +19,7 @@ from subcog_store.db.connection import read_snapshot
 from subcog_store.recall.scopes import search_with_user_scope
 from subcog_store.recall import fusion
 from subcog_store.recall.query import content_of, terms
-from subcog_store.recall.search import CANDIDATES, clean_query, rarest
+from subcog_store.recall.search import CANDIDATES, clean_query, held_words, rarest
 from subcog_store.text.textsim import significant_tokens
 
 if TYPE_CHECKING:
@@ -109,10 +109,11 @@ def search_session_text(store: "Core", query: str, *, domain: str, limit: int = 
     significant = significant_tokens(text)
     kept = [h for h in hits.values() if not (exclude_session and h.session_id == exclude_session)]
     for h in kept:
-        h.coverage = fusion.coverage(weights, set(terms(h.content)))
+        h.coverage = fusion.coverage(weights, held_words(h.content))   # = set(terms(content)) for the prompt's terms
         h.score = fusion.score(h.similarity, h.coverage)
-        h.text_match = len(significant & significant_tokens(h.content)) / len(significant) if significant else 0.0
     kept.sort(key=lambda h: -h.score)
+    for h in kept[:limit]:   # shown and gated, never ranked: only the texts returned need it
+        h.text_match = len(significant & significant_tokens(h.content)) / len(significant) if significant else 0.0
     return kept[:limit]
 
 
