@@ -116,6 +116,16 @@ def test_the_items_of_one_list_are_one_candidate_under_their_lead_in():
         "The worker reads SUBCOG_WORKER_SOCKET only at start-up, so a changed socket path needs a restart."]
 
 
+def test_a_lead_in_of_bold_code_groups_its_items_too():
+    # "**`file.ts`**": the bold wraps a code span, so the lead-in kept its "**" and never matched its items' text
+    body = ("Two limits on the upload path:\n\n- **`services/upload.ts`** (read)\n"
+            "  - `startUpload()` retries each chunk three times with a 2 second backoff.\n"
+            "  - The gateway rejects bodies over 10 MB with a 413 status.\n")
+    assert texts_of(extract_candidates([body])) == [
+        "services/upload.ts (read):\n- startUpload() retries each chunk three times with a 2 second backoff.\n"
+        "- The gateway rejects bodies over 10 MB with a 413 status."]
+
+
 def test_a_long_list_is_cut_into_candidates_of_at_most_list_chars_losing_no_item():
     items = [f"The service number {i} listens on port {10000 + i} and answers health checks on /healthz/{i}."
              for i in range(40)]

@@ -144,6 +144,7 @@ def _stored_lead(lead_line: str, kind: str) -> str:
     sentences = split_sentences(lead_line)
     lead = sentences[-1] if sentences else lead_line
     f = features(Unit(lead, lead, "", "", "para", 0, 0, 0, 1, 0, 0))
+    lead = _BOLD_LEFT.sub("", lead)  # as the item's stored text has it ("**`file.ts`** (READ)"), so its list groups
     return "" if f.get("f:narration") or f.get("f:let_me") or (kind == "summary" and section_title(lead)) else lead
 
 
