@@ -978,8 +978,12 @@ def scenario_main(root: str, claude: str, r: Results, plugin: bool = False) -> t
         logs.append(b.debug)
         b.wait_for(lambda: any(e.get("subtype") == "hook_response" and "SessionStart" in str(e.get("hook_name"))
                                for e in b.events), 30)
-        index = p.sql("select memory_ids, reason from recall_log where hook like 'session-start:startup%' "
-                      "order by rowid desc limit 1")
+        # The hook answers first and writes its recall_log row after (db/deferred.py): wait for session B's row,
+        # or a loaded machine reads the log before it and picks a memory the index already showed.
+        index_sql = ("select memory_ids, reason from recall_log where hook like 'session-start:startup%' "
+                     "and session_id = ? order by rowid desc limit 1")
+        b.wait_for(lambda: bool(b.session_id) and bool(p.sql(index_sql, (b.session_id,))), 30)
+        index = p.sql(index_sql, (b.session_id,)) if b.session_id else []
         in_index = set(json.loads(index[0]["memory_ids"] or "[]")) if index and "memory_ids" in index[0] else set()
         target = None
         for fact, question in RECALL_PROMPTS:
