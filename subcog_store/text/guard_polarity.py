@@ -22,6 +22,7 @@ from subcog_store.text.guard_words import (
 __all__ = ["polarity", "negations", "clear_caches"]
 
 SCOPE_REACH = 4   # a negation reaches at most this many tokens to the word it negates (training sets, docs/guard.md)
+LEAD_REACH = 8    # ... and its subject stands at most this many tokens before it (coding train, docs/guard.md)
 _CUES = NEGATORS | PRIVATIVE
 _CONDITION_NEGATORS = frozenset({"without", "unless"})
 _SPAN_WORDS = _CUES | PREFERENCE | {"over", "off"} | {phrase[len(phrase) - 2] for phrase in NEGATION_PHRASES}  # "instead", "place"
@@ -85,6 +86,7 @@ class _Scope:
     groups: tuple[frozenset[str], ...]    # what each negation governs (empty: a privative verb, not read)
     count: int                            # negations
     reads: tuple[tuple[str, ...], ...]    # the groups' stems in text order
+    lead: tuple[frozenset[str], ...]      # each group's: the stems before its negation, in its clause
 
 
 @lru_cache(maxsize=4096)
@@ -96,6 +98,7 @@ def _scoped(text: str) -> _Scope:
     unsure: set[int] = set()   # what a privative verb governs: negated or not ("drop [support]", "a failed [run]")
     groups: list[frozenset[str]] = []
     reads: list[tuple[str, ...]] = []
+    lead: list[frozenset[str]] = []
     for start, end in cues:
         privative = end - start == 1 and (toks[start] in PRIVATIVE or toks[start] == "off")
         group: set[int] = set()
@@ -116,6 +119,7 @@ def _scoped(text: str) -> _Scope:
         negated |= group
         groups.append(frozenset(stem(toks[p]) for p in group))
         reads.append(tuple(stem(toks[p]) for p in sorted(group)))
+        lead.append(_lead(toks, start))
     for p, t in enumerate(toks):
         if t.startswith("non-") and len(t) > 5:   # "non-destructive"
             negated.add(p)
@@ -124,7 +128,18 @@ def _scoped(text: str) -> _Scope:
     neg = frozenset(stem(toks[p][4:] if toks[p].startswith("non-") else toks[p]) for p in negated)
     pos = frozenset(stem(t) for p, t in enumerate(toks) if p not in negated and p not in unsure and p not in cue_words
                     and _is_word(t) and t not in SCOPE_SKIP) - {stem(toks[p]) for p in unsure}
-    return _Scope(neg, pos, tuple(groups), len(groups), tuple(reads))
+    return _Scope(neg, pos, tuple(groups), len(groups), tuple(reads), tuple(lead))
+
+
+def _lead(toks: tuple[str, ...], start: int) -> frozenset[str]:
+    """The stems before a negation, back to the clause's punctuation (LEAD_REACH tokens at most): its subject."""
+    out = set()
+    for p in range(start - 1, max(-1, start - 1 - LEAD_REACH), -1):
+        if not any(c.isalnum() for c in toks[p]) or NUM.match(toks[p]):
+            break   # punctuation, or a number: "in 1920 no other nation won" leads another clause
+        if _is_word(toks[p]):
+            out.add(stem(toks[p]))
+    return frozenset(out)
 
 
 def _free(scope: _Scope, other: _Scope) -> bool:
@@ -137,12 +152,16 @@ def _free(scope: _Scope, other: _Scope) -> bool:
 def _unmatched(scope: _Scope, other: _Scope) -> frozenset[str]:
     """What one text negates, less what a negation reads beyond a negation of the other text that governs the same
     first words: the same negation read over more words ("not [bumped]" / "without [bumping schema version]",
-    "not an [id] or uuid" / "rather than an [id uuid]"); "no [nation won]" / "no [nation entered]" keep theirs."""
+    "not an [id] or uuid" / "rather than an [id uuid]"); "no [nation won]" / "no [nation entered]" keep theirs.
+    Nor what a negation governs beyond a word that a negation of the other text governs too, when the other text
+    says it just before that negation: the subject ("nothing ever [calls X]" / "X is never [called]")."""
     matched: set[str] = set()
     for words in scope.reads:
-        for shorter in other.reads:
+        for shorter, lead in zip(other.reads, other.lead):
             if shorter and len(shorter) < len(words) and words[:len(shorter)] == shorter:
                 matched.update(words[len(shorter):])
+            elif set(words) & set(shorter):
+                matched.update(lead.intersection(words))
     return scope.negated - matched
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from subcog_store.text.guard_clauses import active_voice, clauses_in_order
 from subcog_store.text.guard_lists import list_items_swapped, options_sorted
 from subcog_store.text.guard_tokens import (
     NUM, SAME, GuardVerdict, compared_form, is_content, names, order_tokens, stem)
@@ -152,8 +153,15 @@ def order_check(older: str, newer: str) -> GuardVerdict:
     a, b = order_tokens(options_sorted(older)), order_tokens(options_sorted(newer))
     name_words, key_values = names(older) | names(newer), _key_values(older, newer)
     verdict = _order_verdict(a, b, name_words, key_values)
+    # one text in the passive voice ("X is called by Y"), the other without "by": read it in the active one
+    active = (active_voice(a), b) if "by" not in b else (a, active_voice(b)) if "by" not in a else ((), ())
+    if verdict and all(active) and not _order_verdict(*active, name_words, key_values):
+        return SAME
     if not verdict or "respectively" in a or "respectively" in b:
         return verdict   # "A and B run on 1 and 2, respectively": the items' order is the fact
+    moved = clauses_in_order(a, b, name_words)
+    if moved and not _order_verdict(a, moved, name_words, key_values):
+        return SAME      # a clause moved: "X when Y" / "when Y, X"
     for _ in range(LIST_SWAPS):
         swapped = list_items_swapped(a, b, name_words)
         if swapped is None:

@@ -201,6 +201,8 @@ REPORTING = frozenset("said says say told tells added according reported stated 
 # List separators: "A, B and C" / "C, B and A" lists the same things.
 SEPARATORS = frozenset({",", ";", "and", "or", "nor", "&", "/", "plus", "vs", "versus"})
 LINKS = frozenset({"and", "or", "but", "nor"})
+# Words that lead a clause of their own: "when X, Y" / "Y when X" (a clause moved, guard_clauses).
+SUBORDINATORS = frozenset("because since so when if unless while although though whereas".split())
 ARTICLES = frozenset({"the", "a", "an"})
 # A verb moved behind a be-form of its own is the passive voice: "we pinned numpy" / "numpy is pinned".
 BE = frozenset("is are was were be been being".split())
