@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from secret_corpus import NEAR_MISSES, SECRETS, Secret
+from subcog_store.text import redact as redact_module
 from subcog_store.text.redact import REDACTED, redact
 
 # Fake credentials, built from pieces so that secret scanners do not flag this file.
@@ -221,3 +222,29 @@ def test_adversarial_inputs_take_linear_work(name: str):
     out, _ = redact(text)
     assert time.thread_time() - started < 2.0
     assert redact(out)[1] == 0
+
+
+# A rule searches only a text holding one of its `needs` (a word every match of its pattern holds): the words must
+# be right, or a secret in a text without them would be missed.
+RULE_TEXTS = [s.text for s in SECRETS] + [t for _, t in NEAR_MISSES] + [
+    f"{k}={v}" for k in ("password", "API_KEY", "AccessKey", "client_secret", "PrivateKey", "pwd") for v in (HEX, B64)]
+
+
+@pytest.mark.parametrize("index", range(len(redact_module._RULES)))
+def test_every_match_of_a_rule_holds_one_of_its_needed_words(index: int):
+    rule = redact_module._RULES[index]
+    matches = [m.group(0) for text in RULE_TEXTS
+               for m in rule.rx.finditer(redact_module._fold(text) if rule.folded else text)]
+    assert matches, "the corpus exercises every rule"
+    for matched in matches if rule.needs else ():
+        assert any(word in matched for word in rule.needs), (rule.needs, matched)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(FRAGMENTS), max_size=25).map("".join))
+def test_skipping_a_rule_by_its_needed_words_changes_nothing(text: str):
+    every_rule = [rule._replace(needs=()) for rule in redact_module._RULES]
+    filtered = redact(text)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(redact_module, "_RULES", every_rule)
+        assert redact(text) == filtered

@@ -36,6 +36,7 @@ from subcog_store.extraction.status import is_status
 from subcog_store.extraction.summary import FACT_SECTIONS, SKIP_SECTIONS, facts_section, section_title, split_sections
 from subcog_store.extraction.transcript import AssistantText
 from subcog_store.extraction.user_words import PROJECT, user_fact
+from subcog_store.text.lazy_regex import LazyPattern
 from subcog_store.text.redact import REDACTED, redact
 
 __all__ = ["Candidate", "Verdict", "extract_candidates", "extract_with", "judge", "load_scorer", "signal_of",
@@ -113,12 +114,12 @@ def _stored(text: str) -> tuple[str, int]:
 
 
 # A narration lead-in before a colon, inside the sentence: "To repeat the earlier point: We decided ..."
-_NARRATED_LEAD = re.compile(r"(?i)^(?:(?:so|ok|okay|again|once more|to (?:recap|repeat|restate|reiterate|summari[sz]e|sum "
-                            r"up)|in (?:other words|short|summary)|put (?:differently|another way)|as (?:i|we) "
-                            r"(?:said|mentioned|noted)|recap)\b[^:.!?]{0,60}:)\s+(?=\S)")
-_TITLE_START = re.compile(r"^([A-Z][\w ]{2,40}:)\s+(?=\S)")  # "Primary Request and Intent: The user ..."
+_NARRATED_LEAD = LazyPattern(r"(?i)^(?:(?:so|ok|okay|again|once more|to (?:recap|repeat|restate|reiterate|summari[sz]e"
+                             r"|sum up)|in (?:other words|short|summary)|put (?:differently|another way)|as (?:i|we) "
+                             r"(?:said|mentioned|noted)|recap)\b[^:.!?]{0,60}:)\s+(?=\S)")
+_TITLE_START = LazyPattern(r"^([A-Z][\w ]{2,40}:)\s+(?=\S)")  # "Primary Request and Intent: The user ..."
 # Bold markers the splitter leaves when the emphasis wraps a code span ("**`f` function**"); a glob's ** stays.
-_BOLD_LEFT = re.compile(r"(?:(?<=^)|(?<=[\s(\[]))\*\*(?=[^\s*])|(?<=[^\s*/])\*\*(?=$|[\s.,;:!?)\]])")
+_BOLD_LEFT = LazyPattern(r"(?:(?<=^)|(?<=[\s(\[]))\*\*(?=[^\s*])|(?<=[^\s*/])\*\*(?=$|[\s.,;:!?)\]])")
 
 
 def _memory_text(unit: Unit, kind: str) -> str:

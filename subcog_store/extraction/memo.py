@@ -16,7 +16,7 @@ __all__ = ["code_version", "fingerprint", "OTHER_SOURCES"]
 
 PACKAGE = Path(__file__).parent
 # The modules outside this package that extraction loads (tests/test_extraction_memo.py checks the list is whole).
-OTHER_SOURCES = ("text/redact.py",)
+OTHER_SOURCES = ("text/redact.py", "text/lazy_regex.py")
 
 
 @lru_cache(maxsize=1)

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from subcog_store.text.lazy_regex import LazyPattern
+
 from .cjk import cjk_features, cjk_namespace_cues, is_cjk, spaced
 from .sentences import Unit, cjk_chars, split_units
 
@@ -23,23 +25,23 @@ __all__ = ["Score", "Scorer", "features", "record_features", "namespace_of", "WE
 WEIGHTS_PATH = Path(__file__).with_name("scorer_weights.json")
 
 _I = re.IGNORECASE
-_TOKEN = re.compile(r"[A-Za-z][A-Za-z'_]*[A-Za-z]|\d+(?:\.\d+)?")
-_CAMEL = re.compile(r"\b[a-z]+[A-Z][A-Za-z0-9]*\b|\b[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*\b")
-_SNAKE = re.compile(r"\b[a-z][a-z0-9]*_[a-z0-9_]+\b")
-_DOTTED = re.compile(r"\b[A-Za-z_][\w]*\.[A-Za-z_][\w]*(?:\.[\w]+)*\b")
-_CALL = re.compile(r"\b[A-Za-z_][\w.]*\(\)")
-_PATH = re.compile(r"(?:[\w.-]+/)+[\w.-]+|\b[\w-]+\.(?:go|py|ts|tsx|js|jsx|rs|md|mdx|json|jsonl|ya?ml|toml|zsh|sh|ps1"
-                   r"|lua|nu|fish|sql|env|ini|css|html)\b")
-_ALLCAPS = re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b")
-_NUMBER = re.compile(r"\b\d+(?:\.\d+)?\b")
-_UNIT_NUM = re.compile(r"\d\s?(?:ms|s|µs|us|ns|KB|MB|GB|kB|%|x|×|req/s|bytes?|B|cells?|min|minutes?|seconds?|hours?"
-                       r"|days?)\b", _I)
-_LINE_REF = re.compile(r"\w:\d+")
-_ACRONYM = re.compile(r"\b(?!I\b|OK\b)[A-Z]{2,}[a-z]*\d*\b")  # SQLite, CORS, JWT, TABLE
-_PROPER = re.compile(r"(?<=[a-z,] )[A-Z][a-z]+\b")  # a capitalized name inside the sentence (Elixir, Playwright)
-_DIR = re.compile(r"\b[\w.-]+/(?=[\s),.;:]|$)")  # assets/
+_TOKEN = LazyPattern(r"[A-Za-z][A-Za-z'_]*[A-Za-z]|\d+(?:\.\d+)?")
+_CAMEL = LazyPattern(r"\b[a-z]+[A-Z][A-Za-z0-9]*\b|\b[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*\b")
+_SNAKE = LazyPattern(r"\b[a-z][a-z0-9]*_[a-z0-9_]+\b")
+_DOTTED = LazyPattern(r"\b[A-Za-z_][\w]*\.[A-Za-z_][\w]*(?:\.[\w]+)*\b")
+_CALL = LazyPattern(r"\b[A-Za-z_][\w.]*\(\)")
+_PATH = LazyPattern(r"(?:[\w.-]+/)+[\w.-]+|\b[\w-]+\.(?:go|py|ts|tsx|js|jsx|rs|md|mdx|json|jsonl|ya?ml|toml|zsh|sh|ps1"
+                    r"|lua|nu|fish|sql|env|ini|css|html)\b")
+_ALLCAPS = LazyPattern(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b")
+_NUMBER = LazyPattern(r"\b\d+(?:\.\d+)?\b")
+_UNIT_NUM = LazyPattern(r"\d\s?(?:ms|s|µs|us|ns|KB|MB|GB|kB|%|x|×|req/s|bytes?|B|cells?|min|minutes?|seconds?|hours?"
+                        r"|days?)\b", _I)
+_LINE_REF = LazyPattern(r"\w:\d+")
+_ACRONYM = LazyPattern(r"\b(?!I\b|OK\b)[A-Z]{2,}[a-z]*\d*\b")  # SQLite, CORS, JWT, TABLE
+_PROPER = LazyPattern(r"(?<=[a-z,] )[A-Z][a-z]+\b")  # a capitalized name inside the sentence (Elixir, Playwright)
+_DIR = LazyPattern(r"\b[\w.-]+/(?=[\s),.;:]|$)")  # assets/
 
-_RX = {name: re.compile(rx, flags) for name, rx, flags in [
+_RX = {name: LazyPattern(rx, flags) for name, rx, flags in [
     ("narr_start", r"^(?:(?:now|next|first|then|ok(?:ay)?|so|also|alright|good|great|perfect|excellent|right)\b"
                    r"[,.!—-]*\s*)*(?:let me|let's|i'll|i will|i'm going|i am going|i need to|i should|i want to|i can"
                    r"|i'd|going to)\b", _I),
@@ -95,11 +97,11 @@ _RX = {name: re.compile(rx, flags) for name, rx, flags in [
                    r"|confirmed|"
                    r"changed|updated|created|removed|used|looked|read|got)\b", 0),
 ]}
-_STARTS_IDENT = re.compile(r"^(?:[A-Za-z_][\w.]*\(\)|[a-z]+[A-Z]\w*|[A-Za-z_]\w*\.[A-Za-z_][\w.]*|[\w.-]+/[\w./-]+|"
-                           r"[\w-]+\.(?:go|py|ts|tsx|js|rs|md|json|ya?ml|toml|zsh|ps1|lua|sh)\b"
-                           r"|[A-Z][A-Z0-9]*_[A-Z0-9_]+)")
+_STARTS_IDENT = LazyPattern(r"^(?:[A-Za-z_][\w.]*\(\)|[a-z]+[A-Z]\w*|[A-Za-z_]\w*\.[A-Za-z_][\w.]*|[\w.-]+/[\w./-]+|"
+                            r"[\w-]+\.(?:go|py|ts|tsx|js|rs|md|json|ya?ml|toml|zsh|ps1|lua|sh)\b"
+                            r"|[A-Z][A-Z0-9]*_[A-Z0-9_]+)")
 # Namespace cues ("n:" features; namespace_of reads them, the logistic model may too).
-_NS_RX = {name: re.compile(rx, _I) for name, rx in [
+_NS_RX = {name: LazyPattern(rx, _I) for name, rx in [
     ("security", r"\b(?:secur\w*|vulnerab\w*|cve-\d+|attack\w*|exploit\w*|malware|auth\w*|credential\w*|password\w*|"
                  r"encrypt\w*|decrypt\w*|crypto\w*|private key|public key|pubkey|token|secret\w*|privacy|"
                  r"firewall|injection|sanitiz\w*|trust(?:ed)?|untrusted|zero-knowledge|permission\w*|admin\w*|"
@@ -135,7 +137,7 @@ _HEAD_KEYS = {
     "next": r"next|todo|pending|follow|remaining|optional|open question",
     "how": r"how|works|architecture|protocol|structure|format|concept|overview|rule",
 }
-_HEAD_RX = {k: re.compile(v, _I) for k, v in _HEAD_KEYS.items()}
+_HEAD_RX = {k: LazyPattern(v, _I) for k, v in _HEAD_KEYS.items()}
 
 
 def tokens(text: str) -> list[str]:

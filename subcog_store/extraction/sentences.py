@@ -11,6 +11,8 @@ import hashlib
 import re
 from dataclasses import dataclass
 
+from subcog_store.text.lazy_regex import LazyPattern
+
 __all__ = ["Unit", "split_units", "split_sentences", "clean_inline", "sentence_sha", "is_candidate", "MIN_CHARS",
            "SHORT_MIN_CHARS", "MIN_CJK_CHARS", "cjk_chars"]
 
@@ -18,31 +20,31 @@ MIN_CHARS = 25  # the prefilter: shorter sentences are units only when they carr
 SHORT_MIN_CHARS = 12  # ... a short fact with a value ("Default port is 1100.") from this length on
 MIN_CJK_CHARS = 8  # text without spaces (Chinese, Japanese, Korean): characters are counted, not words
 
-_FENCE = re.compile(r"^(`{3,}|~{3,})")
-_TABLE = re.compile(r"^\|")
-_RULE = re.compile(r"^(?:([-*_])(?:\s*\1){2,}|={3,})$")
-_HEADING = re.compile(r"^(#{1,6})(?:\s+|$)")
-_ITEM = re.compile(r"^(\s*)(?:[-*+\u2022]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?")
-_QUOTE = re.compile(r"^\s*(?:>\s?)+")
-_CODE_SPAN = re.compile(r"(?<!`)(`{1,10})(?!`)(.{1,2000}?)(?<!`)\1(?!`)")
+_FENCE = LazyPattern(r"^(`{3,}|~{3,})")
+_TABLE = LazyPattern(r"^\|")
+_RULE = LazyPattern(r"^(?:([-*_])(?:\s*\1){2,}|={3,})$")
+_HEADING = LazyPattern(r"^(#{1,6})(?:\s+|$)")
+_ITEM = LazyPattern(r"^(\s*)(?:[-*+\u2022]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?")
+_QUOTE = LazyPattern(r"^\s*(?:>\s?)+")
+_CODE_SPAN = LazyPattern(r"(?<!`)(`{1,10})(?!`)(.{1,2000}?)(?<!`)\1(?!`)")
 _INLINE = [
-    (re.compile(r"!\[([^\[\]]*)\]\([^()]*\)"), r"\1"),  # image -> alt text
-    (re.compile(r"\[([^\[\]]+)\]\([^()]*\)"), r"\1"),  # link -> its text
-    (re.compile(r"<br\s*/?>", re.I), " "),
-    (re.compile(r"\*\*(.+?)\*\*|__(.+?)__"), lambda m: m.group(1) or m.group(2)),
-    (re.compile(r"~~(.+?)~~"), r"\1"),
-    (re.compile(r"(?<![\w*])\*(?=\S)([^*]+?)(?<=\S)\*(?![\w*])"), r"\1"),
-    (re.compile(r"(?<!\w)_(?=\S)([^_]+?)(?<=\S)_(?!\w)"), r"\1"),
+    (LazyPattern(r"!\[([^\[\]]*)\]\([^()]*\)"), r"\1"),  # image -> alt text
+    (LazyPattern(r"\[([^\[\]]+)\]\([^()]*\)"), r"\1"),  # link -> its text
+    (LazyPattern(r"<br\s*/?>", re.I), " "),
+    (LazyPattern(r"\*\*(.+?)\*\*|__(.+?)__"), lambda m: m.group(1) or m.group(2)),
+    (LazyPattern(r"~~(.+?)~~"), r"\1"),
+    (LazyPattern(r"(?<![\w*])\*(?=\S)([^*]+?)(?<=\S)\*(?![\w*])"), r"\1"),
+    (LazyPattern(r"(?<!\w)_(?=\S)([^_]+?)(?<=\S)_(?!\w)"), r"\1"),
 ]
 _CODE_MARK = "\x00"  # wraps a kept code span while sentences are split, so no split happens inside it
 # A boundary: end mark (and closing quote/bracket), space, then something that can start a sentence.
-_BOUNDARY = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[\x00]?[A-Z0-9\x00#@$/~.\u2018\u201c\u2705\u274c\u26a0])"
-                       r"|(?:(?<=[\u3002\uff01\uff1f])|(?<=[\u3002\uff01\uff1f][\u300d\u300f\uff09)]))\s*(?=[^\s\u300d\u300f\uff09)])")
+_BOUNDARY = LazyPattern(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[\x00]?[A-Z0-9\x00#@$/~.\u2018\u201c\u2705\u274c\u26a0])"
+                        r"|(?:(?<=[\u3002\uff01\uff1f])|(?<=[\u3002\uff01\uff1f][\u300d\u300f\uff09)]))\s*(?=[^\s\u300d\u300f\uff09)])")
 # CJK full stops (。！？) end a sentence with or without a space after them (a closing bracket stays with it).
-_ABBREV = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|approx|cf|incl|resp|no|fig|ca|dr|mr|mrs|ms|st)\.|\b[A-Z]\.)$", re.I)
-_WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
-_VALUE = re.compile(r"\d|\x00")  # a number, or an inline code span (marked): what makes a short sentence a fact
+_ABBREV = LazyPattern(r"(?:\b(?:e\.g|i\.e|etc|vs|approx|cf|incl|resp|no|fig|ca|dr|mr|mrs|ms|st)\.|\b[A-Z]\.)$", re.I)
+_WORD = LazyPattern(r"[A-Za-z][A-Za-z'-]+")
+_CJK = LazyPattern(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_VALUE = LazyPattern(r"\d|\x00")  # a number, or an inline code span (marked): what makes a short sentence a fact
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,8 @@ def split_sentences(marked: str) -> list[str]:
 
 def cjk_chars(text: str) -> int:
     """Characters of scripts written without spaces (Chinese, Japanese kana and kanji, Korean)."""
+    if text.isascii() or max(text) < "\u3040":   # none of them (their pattern costs 3 ms to compile)
+        return 0
     return len(_CJK.findall(text))
 
 

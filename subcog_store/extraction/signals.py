@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from subcog_store.text.lazy_regex import LazyPattern
+
 from .cjk import is_cjk_decision
 
 __all__ = ["signal_of", "intent_fact", "is_topic_label", "CHATTER"]
@@ -23,8 +25,8 @@ _MARKERS = [  # "Marker: ..." at the start of the sentence
     ("security", r"security|vulnerability"),
     ("blockers", r"blocker|blocked"),
 ]
-_MARKER_RX = [(ns, re.compile(rf"^(?:{words})\s*:\s*\S", _I)) for ns, words in _MARKERS]
-_PHRASES = [(ns, re.compile(rx, _I)) for ns, rx in [
+_MARKER_RX = [(ns, LazyPattern(rf"^(?:{words})\s*:\s*\S", _I)) for ns, words in _MARKERS]
+_PHRASES = [(ns, LazyPattern(rx, _I)) for ns, rx in [
     ("decisions", r"\b(?:we|i|they|the team)\s+(?:have\s+|had\s+|finally\s+)?(?:decided|chose|opted|settled)\b"),
     ("decisions", r"\bdecided\s+(?:to|on|that|against)\b"),
     ("decisions", r"^(?:used|switched to|replaced|went with|chose|opted for|picked)\b[^.!?]{1,80}?"
@@ -34,7 +36,7 @@ _PHRASES = [(ns, re.compile(rx, _I)) for ns, rx in [
     ("blockers", r"^(?:fixed|resolved|solved)\s+(?:the|a|an)\s+[^.:;]{0,60}?\b(?:issue|bug|problem|error|crash|failure"
                  r"|regression|timeout|leak|deadlock|race)s?\b[^.:;]{0,60}:\s+\S"),
 ]]
-_NOT_DECIDED = re.compile(r"\b(?:not|n't|yet to|undecided|if we|whether to|should we)\b[^.!?]{0,20}\bdecide", _I)
+_NOT_DECIDED = LazyPattern(r"\b(?:not|n't|yet to|undecided|if we|whether to|should we)\b[^.!?]{0,20}\bdecide", _I)
 CHATTER = ("f:narration", "f:let_me", "f:question", "f:offer", "f:hedge")
 
 
@@ -56,14 +58,14 @@ def signal_of(sentence: str, feats: dict[str, float]) -> str | None:
 
 # --- the fact inside an intention ------------------------------------------------------------------------------
 
-_INTENT = re.compile(
+_INTENT = LazyPattern(
     r"^(?:(?:now|ok(?:ay)?|so|first|next|then|also|alright|great|good|perfect|right)[,!.]?\s+)*"
     r"(?:(?:i|we) (?:need|have|want|should|must|will need|'ll need) to|let me|let's|i'll|we'll|i will|we will"
     r"|i'm going to|we're going to)\s+(?P<rest>\S.*)$", _I)
 # What makes the rest a fact and not a plan step: a choice with its alternative, or a rule of use.
-_FACT_CUE = re.compile(r"\b(?:instead of|rather than|when (?:using|running|calling|building)|unless|must|never|always"
-                       r"|only (?:works|accepts|supports|when|if)|requires?)\b", _I)
-_THING = re.compile(r"\.\w{1,5}\b|[\w-]+/[\w./-]+|\b[a-z]+[A-Z]\w*\b|\b\w+_\w+\b|--?\w[\w-]+|\w\(\)|\d")
+_FACT_CUE = LazyPattern(r"\b(?:instead of|rather than|when (?:using|running|calling|building)|unless|must|never|always"
+                        r"|only (?:works|accepts|supports|when|if)|requires?)\b", _I)
+_THING = LazyPattern(r"\.\w{1,5}\b|[\w-]+/[\w./-]+|\b[a-z]+[A-Z]\w*\b|\b\w+_\w+\b|--?\w[\w-]+|\w\(\)|\d")
 
 
 def intent_fact(sentence: str) -> str | None:
@@ -81,17 +83,17 @@ def intent_fact(sentence: str) -> str | None:
 
 # --- topic labels ------------------------------------------------------------------------------------------------
 
-_LABEL_HEAD = re.compile(r"^\**[^:—–]{1,60}?\**\s*(?::|—|–| - )\s+")
-_VERB = re.compile(r"\b(?:is|are|was|were|be|been|has|have|had|does|do|did|can|cannot|can't|will|won't|must|should"
-                   r"|would|could|may|uses?|used|returns?|returned|runs?|reads?|writes?|calls?|stores?|holds?|keeps?"
-                   r"|needs?|requires?|expects?|means|causes?|caused|fails?|failed|breaks?|works?|handles?|supports?"
-                   r"|contains?|includes?|lives?|sits?|renders?|resolves?|falls? back|stays?|becomes?|gets?|sets?"
-                   r"|makes?|takes?|gives?|sends?|shows?|lets?|allows?|blocks?|matches|match|counts?|creates?|deletes?"
-                   r"|skips?|ignores?|loads?|points?|maps?|wraps?|parses?|checks?|only|never|always|not|no longer"
-                   r"|rotates?|happens?|appl(?:y|ies)|occurs?|triggers?|fires?|persists?|expires?|refresh(?:es)?"
-                   r"|retr(?:y|ies)|syncs?|fetch(?:es)?|waits?|receives?|exists?|remains?|changes?|sends?|lands?"
-                   r"|\w+s (?:the|a|an|to|on|in|from)|\w+ed (?:by|to|from|in|on|with|as))\b", _I)
-_VALUE = re.compile(r"\d|[=→]|->|[\w-]+/[\w./-]+|\w\(\)|\b[a-z]+[A-Z]\w*\b|\b\w+_\w+\b")
+_LABEL_HEAD = LazyPattern(r"^\**[^:—–]{1,60}?\**\s*(?::|—|–| - )\s+")
+_VERB = LazyPattern(r"\b(?:is|are|was|were|be|been|has|have|had|does|do|did|can|cannot|can't|will|won't|must|should"
+                    r"|would|could|may|uses?|used|returns?|returned|runs?|reads?|writes?|calls?|stores?|holds?|keeps?"
+                    r"|needs?|requires?|expects?|means|causes?|caused|fails?|failed|breaks?|works?|handles?|supports?"
+                    r"|contains?|includes?|lives?|sits?|renders?|resolves?|falls? back|stays?|becomes?|gets?|sets?"
+                    r"|makes?|takes?|gives?|sends?|shows?|lets?|allows?|blocks?|matches|match|counts?|creates?|deletes?"
+                    r"|skips?|ignores?|loads?|points?|maps?|wraps?|parses?|checks?|only|never|always|not|no longer"
+                    r"|rotates?|happens?|appl(?:y|ies)|occurs?|triggers?|fires?|persists?|expires?|refresh(?:es)?"
+                    r"|retr(?:y|ies)|syncs?|fetch(?:es)?|waits?|receives?|exists?|remains?|changes?|sends?|lands?"
+                    r"|\w+s (?:the|a|an|to|on|in|from)|\w+ed (?:by|to|from|in|on|with|as))\b", _I)
+_VALUE = LazyPattern(r"\d|[=→]|->|[\w-]+/[\w./-]+|\w\(\)|\b[a-z]+[A-Z]\w*\b|\b\w+_\w+\b")
 
 
 def is_topic_label(sentence: str) -> bool:

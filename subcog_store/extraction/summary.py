@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from subcog_store.extraction.sentences import clean_inline
+from subcog_store.text.lazy_regex import LazyPattern
 
 __all__ = ["LASTING_FACTS_HEADING", "SUMMARY_INSTRUCTION", "SKIP_SECTIONS", "FACT_SECTIONS", "MAX_FACTS",
            "facts_section", "section_title", "summary_facts", "split_sections"]
@@ -44,14 +45,14 @@ SKIP_SECTIONS = frozenset({"all user messages", "pending tasks", "current work",
 # not chatter or status) are kept (in the labelled training summaries 42 of its 48 units are lasting facts).
 FACT_SECTIONS = frozenset({"key technical concepts"})
 
-_TITLE = re.compile(r"^ {0,3}(?:#{1,6}\s*)?(?:\*\*|__)?(?:\d{1,2}[.)]\s*)?(?:\*\*|__)?\s*"
-                    r"(?P<title>[A-Za-z][\w ()/&',-]{1,80}?)\s*(?:\*\*|__)?\s*:?\s*(?:\*\*|__)?\s*:?\s*$")
-_BULLET = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?")
-_TRAILER = re.compile(r"^(?:if you need specific details from before compaction|please continue the conversation"
-                      r"|this session is being continued from a previous conversation)", re.I)
-_NONE = re.compile(r"^(?:none|n/?a|nothing(?: lasting)?|-+)\W*$", re.I)
-_GROUP_LABEL = re.compile(r"^[\w /&()-]{1,40}:$")  # "Decisions:" grouping lines inside the section
-_WORD = re.compile(r"[A-Za-z0-9][\w'-]*")
+_TITLE = LazyPattern(r"^ {0,3}(?:#{1,6}\s*)?(?:\*\*|__)?(?:\d{1,2}[.)]\s*)?(?:\*\*|__)?\s*"
+                     r"(?P<title>[A-Za-z][\w ()/&',-]{1,80}?)\s*(?:\*\*|__)?\s*:?\s*(?:\*\*|__)?\s*:?\s*$")
+_BULLET = LazyPattern(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?")
+_TRAILER = LazyPattern(r"^(?:if you need specific details from before compaction|please continue the conversation"
+                       r"|this session is being continued from a previous conversation)", re.I)
+_NONE = LazyPattern(r"^(?:none|n/?a|nothing(?: lasting)?|-+)\W*$", re.I)
+_GROUP_LABEL = LazyPattern(r"^[\w /&()-]{1,40}:$")  # "Decisions:" grouping lines inside the section
+_WORD = LazyPattern(r"[A-Za-z0-9][\w'-]*")
 
 
 def _title(line: str) -> str | None:

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from subcog_store.text.lazy_regex import LazyPattern
+
 from .cjk import is_cjk
 from .sentences import Unit
 
@@ -26,27 +28,27 @@ _FILLER = r"(?:(?:ok(?:ay)?|so|yes|yeah|yep|alright|right|good|great|fine|sure|h
 _TASK_VERBS = (r"implement|fix|commit|push|pull|merge|rebase|revert|look|check|review|create|add|update|remove|delete"
                r"|write|make|help|show|explain|tell|try|test|run|build|deploy|open|close|move|rename|start|stop|do|go "
                r"back|continue|proceed|see|find|investigate|debug|refactor|clean|document|draft|prepare|file|post")
-_CHOICE = re.compile(
+_CHOICE = LazyPattern(
     rf"^{_FILLER}(?:i (?:want|would like|'d like) to|let'?s|let us|we(?:'ll| will| should| are going to|'re going to)"
     rf"|i(?:'ll| will) (?:go with|use))\s+(?P<verb>use|keep|stick (?:to|with)|go with|switch to|adopt|move to"
     rf"|standardi[sz]e on|rely on|target|support|require|name|call)\s+(?P<rest>\S.*)$", _I)
-_GOING_WITH = re.compile(rf"^{_FILLER}(?:we(?:'re| are) going with|(?:let'?s )?go with|we(?:'ll| will) go with"
-                         rf"|we (?:chose|picked|decided on))\s+(?P<rest>\S.*)$", _I)
-_PREFER = re.compile(rf"^{_FILLER}(?:i|we) (?:prefer|'d prefer|would prefer|'d rather|would rather|like to|always"
-                     rf"|never)\s+(?P<rest>\S.*)$", _I)
-_RULE = re.compile(rf"^{_FILLER}(?:please\s+)?(?P<verb>always|never|don'?t|do not|avoid|prefer|use)\s+(?P<rest>\S.*)$",
-                   _I)
-_ONLY = re.compile(r"^(?P<rest>[\w@./+#-]+(?:\s+[\w@./+#-]+){0,3})\s+only[.!]?$", _I)  # "functional components only"
-_TASK_AFTER_RULE = re.compile(rf"^(?:{_TASK_VERBS})\b", _I)
-_ASKING = re.compile(r"\?\s*$|^(?:can|could|would|will|should|shall|do|does|did|is|are|was|were|what|why|how|where|when"
-                     r"|which|who|any idea)\b", _I)
-_PROJECT_THING = re.compile(r"[\w-]+\.(?:go|py|ts|tsx|js|jsx|rs|md|json|ya?ml|toml|sh|sql|rb)\b|(?:[\w.-]+/)+[\w.-]+"
-                            r"|\b[a-z]+[A-Z]\w*\b|\b\w+_\w+\b|`")
+_GOING_WITH = LazyPattern(rf"^{_FILLER}(?:we(?:'re| are) going with|(?:let'?s )?go with|we(?:'ll| will) go with"
+                          rf"|we (?:chose|picked|decided on))\s+(?P<rest>\S.*)$", _I)
+_PREFER = LazyPattern(rf"^{_FILLER}(?:i|we) (?:prefer|'d prefer|would prefer|'d rather|would rather|like to|always"
+                      rf"|never)\s+(?P<rest>\S.*)$", _I)
+_RULE = LazyPattern(rf"^{_FILLER}(?:please\s+)?(?P<verb>always|never|don'?t|do not|avoid|prefer|use)\s+(?P<rest>\S.*)$",
+                    _I)
+_ONLY = LazyPattern(r"^(?P<rest>[\w@./+#-]+(?:\s+[\w@./+#-]+){0,3})\s+only[.!]?$", _I)  # "functional components only"
+_TASK_AFTER_RULE = LazyPattern(rf"^(?:{_TASK_VERBS})\b", _I)
+_ASKING = LazyPattern(r"\?\s*$|^(?:can|could|would|will|should|shall|do|does|did|is|are|was|were|what|why|how|where"
+                      r"|when|which|who|any idea)\b", _I)
+_PROJECT_THING = LazyPattern(r"[\w-]+\.(?:go|py|ts|tsx|js|jsx|rs|md|json|ya?ml|toml|sh|sql|rb)\b|(?:[\w.-]+/)+[\w.-]+"
+                             r"|\b[a-z]+[A-Z]\w*\b|\b\w+_\w+\b|`")
 # Japanese: a decision (〜にしよう, 〜にする, 〜でいこう, 〜を使う/使おう, 〜で進めて), a rule (常に, 必ず, 〜しないで, 禁止).
-_JA_CHOICE = re.compile(r"(?:にしよう|にしたい|にする|でいこう|でいく|を使う|を使おう|を使いたい|で進めて|を採用|に統一|にして"
-                        r"(?:ください|ほしい)?)[。!！]?$")
-_JA_RULE = re.compile(r"常に|必ず|しないで|禁止|してはいけない|しないように")
-_JA_ASK = re.compile(r"[？?]$|(?:ですか|ますか|かな|だっけ|でしょうか)[？?。]?$|(?:して|て)(?:ください|くれる|ほしい)[？?。]?$")
+_JA_CHOICE = LazyPattern(r"(?:にしよう|にしたい|にする|でいこう|でいく|を使う|を使おう|を使いたい|で進めて|を採用|に統一|にして"
+                         r"(?:ください|ほしい)?)[。!！]?$")
+_JA_RULE = LazyPattern(r"常に|必ず|しないで|禁止|してはいけない|しないように")
+_JA_ASK = LazyPattern(r"[？?]$|(?:ですか|ますか|かな|だっけ|でしょうか)[？?。]?$|(?:して|て)(?:ください|くれる|ほしい)[？?。]?$")
 
 
 @dataclass(frozen=True)

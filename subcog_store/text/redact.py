@@ -20,6 +20,8 @@ import re
 from collections import Counter
 from typing import Callable, Iterator, NamedTuple
 
+from subcog_store.text.lazy_regex import LazyPattern
+
 __all__ = ["REDACTED", "redact"]
 
 REDACTED = "[REDACTED]"
@@ -31,8 +33,8 @@ Picker = Callable[[re.Match, str], "Span | None"]
 class _Within:
     """Matches of `inner` inside the runs `outer` finds: a pre-filter for a pattern of many alternatives."""
 
-    def __init__(self, outer: str, inner: re.Pattern):
-        self.outer, self.inner, self.pattern = re.compile(outer), inner, inner.pattern
+    def __init__(self, outer: str, inner: LazyPattern):
+        self.outer, self.inner, self.pattern = LazyPattern(outer), inner, inner.pattern
 
     def finditer(self, text: str) -> Iterator[re.Match]:
         for run in self.outer.finditer(text):
@@ -40,9 +42,11 @@ class _Within:
 
 
 class _Rule(NamedTuple):
-    rx: re.Pattern | _Within
+    rx: LazyPattern | _Within
     pick: Picker  # (match, original text) -> the span to replace, or None to keep the match
     folded: bool = False  # rx runs over the lower-cased text
+    needs: tuple[str, ...] = ()  # every match holds one of these: a text holding none is not searched (nor the
+    #                              pattern compiled: `text/lazy_regex.py`); tests/test_redact.py checks each list
 
 
 def _words(*words: str, not_after: str = r"[\w-]") -> str:
@@ -55,35 +59,35 @@ def _words(*words: str, not_after: str = r"[\w-]") -> str:
     return "|".join(f"{re.escape(w)}(?<!{not_after}{re.escape(w)})" for w in words)
 
 
-_PRIVATE_KEY = re.compile(
+_PRIVATE_KEY = LazyPattern(
     r"----(?:- ?| )BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)? ?-{4,5}.*?"
     r"(?:----(?:- ?| )END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)? ?-{4,5}|\Z)", re.S
 )
-_PUTTY = re.compile(r"PuTTY-User-Key-File-\d+:.*?(?:Private-MAC:[ \t]*[0-9a-fA-F]*|\Z)", re.S)
-_WEBHOOK = re.compile(
+_PUTTY = LazyPattern(r"PuTTY-User-Key-File-\d+:.*?(?:Private-MAC:[ \t]*[0-9a-fA-F]*|\Z)", re.S)
+_WEBHOOK = LazyPattern(
     r"https?://(?:hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]{20,300}"
     r"|(?:(?:ptb|canary)\.)?discord(?:app)?\.com/api/webhooks/\d{5,30}/[A-Za-z0-9_-]{20,200}"
     r"|[\w-]{1,100}\.webhook\.office\.com/webhookb2/[^\s\"'<>)]{20,400}"
     r"|outlook\.office(?:365)?\.com/webhook/[^\s\"'<>)]{20,400}"
     r"|hooks\.zapier\.com/hooks/catch/\d{3,20}/[A-Za-z0-9]{4,40}/?)"
 )
-_URL_PASSWORD = re.compile(r"://[^\s:/@\"'<>]{0,200}:([^\s@/\"'<>]{1,300})@")  # scheme://user:PASSWORD@host
-_URL_USER_TOKEN = re.compile(r"://([A-Za-z0-9_.~%-]{16,200})@")  # Sentry DSNs, tokens used as the user name
-_CONN_FIELD = re.compile(
+_URL_PASSWORD = LazyPattern(r"://[^\s:/@\"'<>]{0,200}:([^\s@/\"'<>]{1,300})@")  # scheme://user:PASSWORD@host
+_URL_USER_TOKEN = LazyPattern(r"://([A-Za-z0-9_.~%-]{16,200})@")  # Sentry DSNs, tokens used as the user name
+_CONN_FIELD = LazyPattern(
     r"(?:accountkey|sharedaccesskey|sharedaccesssignature|sharedsecretvalue|clientsecret)[ \t]*=[ \t]*"
     r"([^;\s\"'<>]{8,1000}+)"
 )
-_QUERY_PARAM = re.compile(
+_QUERY_PARAM = LazyPattern(
     r"[?&;](?:sig|signature|x-amz-signature|x-amz-security-token|x-goog-signature|access_token|refresh_token"
     r"|id_token|client_secret|api_key|apikey|api-key|key|token|secret|password|passwd|pwd|auth)"
     r"=([^&?;\s#\"'<>]{8,1000}+)"
 )
-_JWT = re.compile(r"eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{8,}+\.eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]*+")
-_AUTH_HEADER = re.compile(
+_JWT = LazyPattern(r"eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{8,}+\.eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]*+")
+_AUTH_HEADER = LazyPattern(
     r"(?:authorization(?<![\w-]authorization)[ \t]*:[ \t]*(?:basic|bearer|token|ssws|digest|apikey)[ \t]+"
     r"|bearer(?<![\w-]bearer)[ \t]+|ssws(?<![\w-]ssws)[ \t]+)([a-z0-9._~+/-]{11,}[a-z0-9_~+/-]=*)"
 )
-_VENDOR = re.compile(  # searched inside runs of token characters only (see _Within)
+_VENDOR = LazyPattern(  # searched inside runs of token characters only (see _Within)
     r"(?<![A-Za-z0-9_.+-])(?:(?:"
     # fixed-length formats: they must not run on into more token characters
     r"(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA|ABIA|ACCA)[A-Z0-9]{16}|LTAI[A-Za-z0-9]{12,20}"  # AWS, Alibaba
@@ -124,24 +128,24 @@ _VENDOR = re.compile(  # searched inside runs of token characters only (see _Wit
     r"|[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_-]{60,}+"  # Terraform Cloud
     r")"
 )
-_PASSWORD_HASH = re.compile(
+_PASSWORD_HASH = LazyPattern(
     r"\$2[abxy]?\$\d\d\$[./A-Za-z0-9]{53}"  # bcrypt
     r"|\$[56]\$(?:rounds=\d{1,9}\$)?[./A-Za-z0-9]{1,16}\$[./A-Za-z0-9]{43,86}"  # sha256crypt, sha512crypt
     r"|\$argon2(?:id|i|d)\$v=\d+\$m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]{8,}\$[A-Za-z0-9+/]{16,}"
 )
-_DOCKER_AUTH = re.compile(r"\"auth\"\s*:\s*\"([A-Za-z0-9+/]{8,2000}={0,2})\"")
-_CLI_FLAG = re.compile(
+_DOCKER_AUTH = LazyPattern(r"\"auth\"\s*:\s*\"([A-Za-z0-9+/]{8,2000}={0,2})\"")
+_CLI_FLAG = LazyPattern(
     r"--(?<![\w-]--)(?:password|passwd|pass|token|api-key|apikey|secret|client-secret|auth-token|access-token)"
     r"(?![\w-])(?:=|[ \t]+)['\"]?([^\s'\"]{1,300})"
 )
-_CURL_USER = re.compile(
+_CURL_USER = LazyPattern(
     r"curl(?<![\w-]curl)\b[^\n|;&]{0,300}?[ \t](?:-u|--user)[ \t]+['\"]?[^\s:'\"]{1,100}:([^\s'\"]{1,300})"
 )
-_MYSQL_P = re.compile(r"mysql(?<![\w-]mysql)(?:dump|admin)?\b[^\n|;&]{0,200}?[ \t]-p([^\s-][^\s'\"]{0,300})")
+_MYSQL_P = LazyPattern(r"mysql(?<![\w-]mysql)(?:dump|admin)?\b[^\n|;&]{0,200}?[ \t]-p([^\s-][^\s'\"]{0,300})")
 # host:port:db:user:PASSWORD (a numeric db is a line:column of compiler or linter output)
-_PGPASS = re.compile(r":(?:\d{1,5}|\*):[\w*.-]{0,100}[A-Za-z*][\w*.-]{0,100}:[\w*.@-]{1,100}:(\S{1,300})")
+_PGPASS = LazyPattern(r":(?:\d{1,5}|\*):[\w*.-]{0,100}[A-Za-z*][\w*.-]{0,100}:[\w*.@-]{1,100}:(\S{1,300})")
 # key = value, key: value, "key": "value" where the key ends in a secret word (not max_tokens, tokenizer).
-_ASSIGN = re.compile(
+_ASSIGN = LazyPattern(
     r"(?:" + _words("password", "passwd", "secret", "token", not_after="") + "|"
     + _words("passphrase", "pwd", "apikey", "api_key", "api-key", "accesskey", "access_key", "access-key",
              "secretkey", "secret_key", "secret-key", "privatekey", "private_key", "private-key", "credential",
@@ -152,7 +156,7 @@ _ASSIGN = re.compile(
 _PASSWORD_WORDS = ("password", "passwords", "passphrase", "passphrases", "passcode", "passcodes", "passwd", "pw",
                    "credential", "credentials")
 # "the staging password is hunter2", "password for staging is X", "pw: X", "passphrase was X", "API key is X"
-_PROSE = re.compile(
+_PROSE = LazyPattern(
     "(?P<word>" + _words(*_PASSWORD_WORDS, "key", "keys", "token", "tokens", "secret", "secrets") + r")(?![\w-])"
     + r"""(?:[ \t]+(?:for|of|on)(?:[ \t]+[^\s.,;:!?]{1,40}){1,5}?)??
     (?:[ \t]+(?:(?:is|was|are|were)(?:[ \t]+(?:now|still|currently|actually|just))?
@@ -162,25 +166,25 @@ _PROSE = re.compile(
     (?:"(?P<q1>[^"\n]{1,200})"|'(?P<q2>[^'\n]{1,200})'|`(?P<q3>[^`\n]{1,200})`|“(?P<q4>[^”\n]{1,200})”
        |(?P<v>[^\s"'`“]{1,200}))""", re.X
 )
-_KEY_QUALIFIER = re.compile(r"(?:api|access|secret|private|signing|encryption|master|deploy|license)[ _-]?\Z", re.I)
+_KEY_QUALIFIER = LazyPattern(r"(?:api|access|secret|private|signing|encryption|master|deploy|license)[ _-]?\Z", re.I)
 # "login admin password X" (.netrc), "connect with password X"
-_PASSWORD_ARG = re.compile(
+_PASSWORD_ARG = LazyPattern(
     "(?:" + _words("password", "passphrase", "passwd", "pw") + r")[ \t]+"
     r"(?:\"(?P<q1>[^\"\n]{1,200})\"|'(?P<q2>[^'\n]{1,200})'|`(?P<q3>[^`\n]{1,200})`|(?P<v>[^\s\"'`]{1,200}))"
 )
-_ARG_CONTEXT = re.compile(
+_ARG_CONTEXT = LazyPattern(
     r"(?:\b(?:login|user(?:name)?)[ \t]+\S{1,100}|\b(?:with|using|use|enter|type)(?:[ \t]+(?:the|a))?)[ \t]+\Z", re.I
 )
-_NEAR_SECRET_WORD = re.compile(
+_NEAR_SECRET_WORD = LazyPattern(
     r"(?:" + _words("key", "secret", "token", "password", "passwd", "credential", "signature", "apikey", "api_key",
                     "api-key") + r")(?<!public key)s?\b[^\n]{0,40}?"
     r"(?<![a-z0-9+/_-])([a-f0-9]{32,}|[a-z0-9+/_-]{32,}={0,2})(?![a-z0-9+/_=-]|\[redacted\])"
 )
-_UNIT_AFTER = re.compile(
+_UNIT_AFTER = LazyPattern(
     r"\s*(?:\+\s*)?(?:characters?|chars?|digits?|letters?|bytes?|bits?|symbols?|words?|long|or\s+(?:more|longer)"
     r"|min(?:imum)?|max(?:imum)?|days?|hours?|minutes?|seconds?|times?|attempts?|tries|%|percent)\b", re.I
 )
-_PLACEHOLDER = re.compile(
+_PLACEHOLDER = LazyPattern(
     r"(?i)^(?:[a-z][a-z0-9+.-]*://.*|none|null|nil|true|false|undefined|\[redacted\]|\*+|x+|\.{3,}|…"
     r"|<[a-z_][\w .-]{0,60}>?|\$\{.*|\$[A-Za-z_]\w*|%[A-Za-z_]\w*%|%\([^)]{1,60}\)s|\{\{.{1,80}\}\}"
     r"|\{[A-Za-z_]\w*\}|your[-_ ].*|changeme|change[-_]me|replace[-_]?me|placeholder"
@@ -189,11 +193,11 @@ _PLACEHOLDER = re.compile(
     r"|data|body|result|args|kwargs|opts|options|params)\??\..*|[a-z_$][\w$]*\?\..*"  # attributes
     r"|await|new|typeof|function|lambda|async|yield|u?int\d*|uint8array|string|number|boolean|bytes|str|any)$"
 )
-_UUID = re.compile(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
-_FINGERPRINT = re.compile(r"(?i)(?:sha\d*|md5)[:-]\Z")
+_UUID = LazyPattern(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
+_FINGERPRINT = LazyPattern(r"(?i)(?:sha\d*|md5)[:-]\Z")
 _MAX_PASSES = 4
 _NOT_SECRET_KEYS = {"pwd"}  # the working directory in an environment dump
-_LEFTOVER = re.compile(r"\\[nrt]|[\s.,;:()\[\]{}<>\"'`]")  # what may sit next to a [REDACTED] without being a secret
+_LEFTOVER = LazyPattern(r"\\[nrt]|[\s.,;:()\[\]{}<>\"'`]")  # what may sit next to a [REDACTED] without being a secret
 _TRAILING = ".,;:)]}>"  # sentence punctuation after a value ("!" and "?" may end a password)
 
 
@@ -330,26 +334,29 @@ def _near_secret(m: re.Match, s: str) -> Span | None:
 
 
 _RULES: list[_Rule] = [
-    _Rule(_PRIVATE_KEY, _group(0)),
-    _Rule(_PUTTY, _group(0)),
-    _Rule(_WEBHOOK, _group(0)),
-    _Rule(_URL_PASSWORD, _group(1, check=_not_placeholder)),
-    _Rule(_URL_USER_TOKEN, _group(1, check=_looks_random)),
-    _Rule(_CONN_FIELD, _group(1, check=_not_placeholder), folded=True),
-    _Rule(_QUERY_PARAM, _group(1, check=lambda v: _tokenish(v) and _not_placeholder(v)), folded=True),
-    _Rule(_JWT, _group(0, word=True)),
-    _Rule(_AUTH_HEADER, _group(1, check=_tokenish), folded=True),
+    _Rule(_PRIVATE_KEY, _group(0), needs=("PRIVATE KEY",)),
+    _Rule(_PUTTY, _group(0), needs=("PuTTY-User-Key-File-",)),
+    _Rule(_WEBHOOK, _group(0), needs=("://",)),
+    _Rule(_URL_PASSWORD, _group(1, check=_not_placeholder), needs=("://",)),
+    _Rule(_URL_USER_TOKEN, _group(1, check=_looks_random), needs=("://",)),
+    _Rule(_CONN_FIELD, _group(1, check=_not_placeholder), folded=True,
+          needs=("accountkey", "sharedaccess", "sharedsecretvalue", "clientsecret")),
+    _Rule(_QUERY_PARAM, _group(1, check=lambda v: _tokenish(v) and _not_placeholder(v)), folded=True, needs=("=",)),
+    _Rule(_JWT, _group(0, word=True), needs=("eyJ",)),
+    _Rule(_AUTH_HEADER, _group(1, check=_tokenish), folded=True, needs=("authorization", "bearer", "ssws")),
     _Rule(_Within(r"[A-Za-z0-9_.+/=~:-]{16,}", _VENDOR), _group(0)),
-    _Rule(_PASSWORD_HASH, _group(0)),
-    _Rule(_DOCKER_AUTH, _docker_auth),
-    _Rule(_CLI_FLAG, _group(1, check=_not_placeholder), folded=True),
-    _Rule(_CURL_USER, _group(1, check=_not_placeholder), folded=True),
-    _Rule(_MYSQL_P, _group(1, check=_not_placeholder)),
-    _Rule(_PGPASS, _pgpass),
-    _Rule(_ASSIGN, _assign_value, folded=True),
-    _Rule(_PROSE, _prose, folded=True),
-    _Rule(_PASSWORD_ARG, _password_arg, folded=True),
-    _Rule(_NEAR_SECRET_WORD, _near_secret, folded=True),
+    _Rule(_PASSWORD_HASH, _group(0), needs=("$",)),
+    _Rule(_DOCKER_AUTH, _docker_auth, needs=('"auth"',)),
+    _Rule(_CLI_FLAG, _group(1, check=_not_placeholder), folded=True, needs=("--",)),
+    _Rule(_CURL_USER, _group(1, check=_not_placeholder), folded=True, needs=("curl",)),
+    _Rule(_MYSQL_P, _group(1, check=_not_placeholder), needs=("mysql",)),
+    _Rule(_PGPASS, _pgpass, needs=(":",)),
+    _Rule(_ASSIGN, _assign_value, folded=True, needs=("passw", "passphrase", "pwd", "secret", "token", "api", "access",
+                                                     "private", "credential", "client")),
+    _Rule(_PROSE, _prose, folded=True, needs=("pass", "pw", "credential", "key", "token", "secret")),
+    _Rule(_PASSWORD_ARG, _password_arg, folded=True, needs=("pass", "pw")),
+    _Rule(_NEAR_SECRET_WORD, _near_secret, folded=True,
+          needs=("key", "secret", "token", "passw", "credential", "signature")),
 ]
 
 
@@ -414,7 +421,10 @@ def _pass(text: str) -> tuple[str, int]:
     for rule in _RULES:
         if rule.folded and folded is None:
             folded = _fold(text)
-        text, n = _apply(rule, text, folded if rule.folded else text)
+        source = folded if rule.folded else text
+        if rule.needs and not any(word in source for word in rule.needs):
+            continue
+        text, n = _apply(rule, text, source)
         if n:
             total, folded = total + n, None
     return text, total
