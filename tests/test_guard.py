@@ -674,3 +674,21 @@ def test_a_clause_moved_a_passive_or_a_negated_subject_keeps_the_roles(older: st
 def test_roles_traded_across_clauses_voices_or_negations_stay_changed(older: str, newer: str) -> None:
     for a, b in ((older, newer), (newer, older)):
         assert changed_fact(a, b).changed, (a, b)
+
+
+CAUSE_AND_EFFECT = [  # (older, newer, changed): the cause said first or last is one fact; cause and effect traded
+    # in the same places ("X, so Y" / "X because Y") is the other fact
+    ("The worker holds the lock, so the migration waits.", "The migration waits because the worker holds the lock.",
+     False),
+    ("Because the worker holds the lock, the migration waits.", "The worker holds the lock, so the migration waits.",
+     False),
+    ("The cache is cold, so the API is slow.", "The cache is cold because the API is slow.", True),
+    ("Because the cache is cold, the API is slow.", "The cache is cold because the API is slow.", True),
+    ("Since the cache is cold, the API is slow.", "The cache is cold since the API is slow.", True),
+]
+
+
+@pytest.mark.parametrize("older,newer,changed", CAUSE_AND_EFFECT)
+def test_cause_and_effect_traded_is_a_changed_fact(older: str, newer: str, changed: bool) -> None:
+    for a, b in ((older, newer), (newer, older)):
+        assert changed_fact(a, b).changed is changed, (a, b, changed_fact(a, b))

@@ -5,11 +5,12 @@ compared again (issue 23, docs/guard.md)."""
 from __future__ import annotations
 
 import itertools
+from typing import Callable
 
 from subcog_store.text.guard_tokens import is_content, stem
 from subcog_store.text.guard_words import BE, BOUNDARY, LINKS, PREPOSITIONS, SEPARATORS, SUBORDINATORS
 
-__all__ = ["active_voice", "clauses_in_order", "CLAUSES_MOVED"]
+__all__ = ["active_voice", "causes_traded", "clauses_in_order", "CLAUSES_MOVED"]
 
 CLAUSES_MOVED = 3   # a sentence of at most this many clauses is read again with its clauses in another order
 CLAUSE_PUNCTUATION = frozenset(";:")
@@ -56,22 +57,54 @@ def _clauses(seq: tuple[str, ...], name_words: frozenset[str]) -> list[tuple[str
             out.append([t])
         else:
             out[-1].append(t)
-    return [tuple(c) for c in out if c]
+    return [tuple(c[:-1] if c[-1] == "," else c) for c in out if c and c != [","]]
 
 
 def clauses_in_order(a: tuple[str, ...], b: tuple[str, ...], name_words: frozenset[str]) -> tuple[str, ...]:
     """b with its clauses in a's order, when both have the same number of clauses (2 to CLAUSES_MOVED) and
-    another order matches each clause of a with the b clause sharing most of its words: "X; to do Y, Z" / "to do
-    Y, Z: X", "X when Y" / "when Y, X" (a clause moved is no changed fact when the texts then read alike)."""
+    another order matches each clause of a with the b clause sharing most of its words, each clause keeping the
+    word that leads it: "X; to do Y, Z" / "to do Y, Z: X", "X when Y" / "when Y, X" (a clause moved is no
+    changed fact when the texts then read alike); () when none moved."""
     parts_a, parts_b = _clauses(a, name_words), _clauses(b, name_words)
     if not 2 <= len(parts_b) <= CLAUSES_MOVED or len(parts_a) != len(parts_b):
         return ()
-    words_a = [{stem(t) for t in c if is_content(t)} for c in parts_a]
-    words_b = [{stem(t) for t in c if is_content(t)} for c in parts_b]
-    lead = lambda clause: clause[0] if clause[0] in CLAUSE_LEADS else ""  # noqa: E731 - stays with its clause
-    orders = [o for o in itertools.permutations(range(len(parts_b)))
-              if all(lead(parts_a[i]) == lead(parts_b[x]) for i, x in enumerate(o))]
-    order = max(orders, key=lambda o: sum(len(words_a[i] & words_b[x]) for i, x in enumerate(o)), default=())
+    order = _pairing(parts_a, parts_b, _lead)
     if list(order) == sorted(order):
         return ()
     return tuple(t for i, x in enumerate(order) for t in ((",",) if i else ()) + parts_b[x])
+
+
+def causes_traded(a: tuple[str, ...], b: tuple[str, ...], name_words: frozenset[str]) -> bool:
+    """The same two clauses in the same places, the cause in one text the effect in the other: "X, so Y" / "X
+    because Y", "because X, Y" / "X because Y"."""
+    parts_a, parts_b = _clauses(a, name_words), _clauses(b, name_words)
+    cause_a, cause_b = _cause(parts_a), _cause(parts_b)
+    return (cause_a is not None and cause_b is not None and cause_a != cause_b
+            and _pairing(parts_a, parts_b, lambda clause: "") == (0, 1))
+
+
+def _pairing(parts_a: list[tuple[str, ...]], parts_b: list[tuple[str, ...]], lead: Callable[[tuple[str, ...]], str]
+             ) -> tuple[int, ...]:
+    """The order of b's clauses that pairs each clause of a with the one sharing most of its words, among the
+    orders pairing clauses of the same `lead` only; () when there is none."""
+    words_a = [{stem(t) for t in c if is_content(t)} for c in parts_a]
+    words_b = [{stem(t) for t in c if is_content(t)} for c in parts_b]
+    orders = [o for o in itertools.permutations(range(len(parts_b)))
+              if all(lead(parts_a[i]) == lead(parts_b[x]) for i, x in enumerate(o))]
+    return max(orders, key=lambda o: sum(len(words_a[i] & words_b[x]) for i, x in enumerate(o)), default=())
+
+
+def _lead(clause: tuple[str, ...]) -> str:
+    """The word that leads a clause and stays with it ("when", "because", "then"), or ""."""
+    return clause[0] if clause[0] in CLAUSE_LEADS else ""
+
+
+def _cause(parts: list[tuple[str, ...]]) -> int | None:
+    """Which of two clauses is the cause of the other: "X, so Y" 0, "Y because X" 1, "because X, Y" 0 ("since"
+    likewise; not "so that", a purpose); None for other sentences."""
+    if len(parts) != 2:
+        return None
+    kinds = [{"since": "because"}.get(_lead(p), _lead(p)) for p in parts]
+    if kinds == ["", "so"] and parts[1][1:2] != ("that",):
+        return 0
+    return {("", "because"): 1, ("because", ""): 0}.get((kinds[0], kinds[1]))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from subcog_store.text.guard_clauses import active_voice, clauses_in_order
+from subcog_store.text.guard_clauses import active_voice, causes_traded, clauses_in_order
 from subcog_store.text.guard_lists import list_items_swapped, options_sorted
 from subcog_store.text.guard_tokens import (
     NUM, SAME, GuardVerdict, compared_form, is_content, names, order_tokens, stem)
@@ -157,11 +157,13 @@ def order_check(older: str, newer: str) -> GuardVerdict:
     active = (active_voice(a), b) if "by" not in b else (a, active_voice(b)) if "by" not in a else ((), ())
     if verdict and all(active) and not _order_verdict(*active, name_words, key_values):
         return SAME
+    if not verdict and causes_traded(a, b, name_words):
+        return GuardVerdict(True, "order", "cause / effect in the other order")   # "X, so Y" / "X because Y"
     if not verdict or "respectively" in a or "respectively" in b:
         return verdict   # "A and B run on 1 and 2, respectively": the items' order is the fact
     moved = clauses_in_order(a, b, name_words)
     if moved and not _order_verdict(a, moved, name_words, key_values):
-        return SAME      # a clause moved: "X when Y" / "when Y, X"
+        return SAME      # a clause moved: "X when Y" / "when Y, X", "X, so Y" / "Y because X"
     for _ in range(LIST_SWAPS):
         swapped = list_items_swapped(a, b, name_words)
         if swapped is None:
