@@ -692,3 +692,22 @@ CAUSE_AND_EFFECT = [  # (older, newer, changed): the cause said first or last is
 def test_cause_and_effect_traded_is_a_changed_fact(older: str, newer: str, changed: bool) -> None:
     for a, b in ((older, newer), (newer, older)):
         assert changed_fact(a, b).changed is changed, (a, b, changed_fact(a, b))
+
+
+ADVERBIALS_AND_OBJECT_NEGATIONS = [  # (older, newer, changed): "every 5 seconds" moves like "last month"; "persists
+    # nothing" negates its verb (coding train); the values or the polarity traded stay the other fact
+    ("The screen service queried the removed modem and tethering services every 5 seconds.",
+     "Every 5 seconds the removed modem/tethering services were polled by the screen service.", False),
+    ("The monitor checks the VPN every 5 minutes and the DNS every 10 minutes.",
+     "The monitor checks the VPN every 10 minutes and the DNS every 5 minutes.", True),
+    ("The store for auth lives only in memory and persists nothing to localStorage.",
+     "The auth store is kept in memory without persisting to localStorage.", False),
+    ("The worker persists nothing to disk.", "The worker does not persist anything to disk.", False),
+    ("The worker persists nothing to disk.", "The worker persists everything to disk.", True),
+]
+
+
+@pytest.mark.parametrize("older,newer,changed", ADVERBIALS_AND_OBJECT_NEGATIONS)
+def test_a_time_adverbial_moves_and_nothing_negates_its_verb(older: str, newer: str, changed: bool) -> None:
+    for a, b in ((older, newer), (newer, older)):
+        assert changed_fact(a, b).changed is changed, (a, b, changed_fact(a, b))

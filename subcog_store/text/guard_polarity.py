@@ -25,6 +25,7 @@ SCOPE_REACH = 4   # a negation reaches at most this many tokens to the word it n
 LEAD_REACH = 8    # ... and its subject stands at most this many tokens before it (coding train, docs/guard.md)
 _CUES = NEGATORS | PRIVATIVE
 _CONDITION_NEGATORS = frozenset({"without", "unless"})
+_OBJECT_NEGATORS = frozenset({"nothing", "none"})   # as the object, they negate the verb before them
 _SPAN_WORDS = _CUES | PREFERENCE | {"over", "off"} | {phrase[len(phrase) - 2] for phrase in NEGATION_PHRASES}  # "instead", "place"
 # "off" as a state negates like "disabled": "caching is turned off" = "caching is disabled" (coding train)
 _SWITCHED = BE | frozenset("turn turns turned turning switch switches switched switching set sets".split())
@@ -112,10 +113,14 @@ def _scoped(text: str) -> _Scope:
                 unsure.add(p)   # each word it reaches: "drop [Python 3.8 support]"
                 continue
             group.add(p)
-            while p + 1 < len(toks) and _is_word(toks[p + 1]) and toks[p + 1] not in _CUES:
+            while (p + 1 < len(toks) and _is_word(toks[p + 1]) and toks[p + 1] not in _CUES
+                   and toks[p + 1] not in SCOPE_SKIP):
                 p += 1
                 group.add(p)    # a compound: "rather than a [protocol limitation]"
             break
+        if (toks[start] in _OBJECT_NEGATORS and start and _is_word(toks[start - 1]) and toks[start - 1] not in BE
+                and toks[start + 1:start + 2] != ("of",)):   # "none of the musicians" is a subject
+            group.add(start - 1)   # "persists [nothing] to X" = "does not persist to X": the verb before it
         negated |= group
         groups.append(frozenset(stem(toks[p]) for p in group))
         reads.append(tuple(stem(toks[p]) for p in sorted(group)))

@@ -131,7 +131,7 @@ def _self_contained(seq: tuple[str, ...], start: int, end: int) -> bool:
 def _adverbial(words: tuple[str, ...]) -> bool:
     """Only adverbs, time words or attribution: "last month", "on Saturday", "yesterday", "quickly"."""
     content = [t for t in words if is_content(t)]
-    dated = any(t in MONTHS or t in WEEKDAYS for t in content)
+    dated = any(t in MONTHS or t in WEEKDAYS or t in TIME for t in content)   # "on 5 May", "every 5 minutes"
     return any(t not in TIME_MODIFIERS for t in content) and all(
         t in MOVABLE or t in TIME or t in TIME_MODIFIERS or t in MONTHS or t in WEEKDAYS or t in REPORTING
         or t.endswith("ly") or (dated and NUM.match(t)) for t in content)

@@ -194,8 +194,9 @@ meanwhile however overseas abroad here there instead together alone anyway
 # ("the last line") is not one.
 TIME = frozenset("""
 day days week weeks month months year years decade morning afternoon evening night weekend
+second seconds minute minutes hour hours daily hourly weekly nightly
 """.split())
-TIME_MODIFIERS = frozenset("last next past coming this earlier later".split())
+TIME_MODIFIERS = frozenset("last next past coming this earlier later every each".split())
 # Attribution: "X said Y" / "Y, X said" is one statement.
 REPORTING = frozenset("said says say told tells added according reported stated wrote".split())
 # List separators: "A, B and C" / "C, B and A" lists the same things.
