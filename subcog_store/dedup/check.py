@@ -2,6 +2,8 @@
 
 Each tier fails open on its own: an error is recorded in `tier_errors` and the next tier runs.
 """
+# Lazy imports: the neighbour searches (db/knn, db/search, db/vectors) load when a tier needs neighbours, so a
+# capture whose candidates are all exact repeats (a session read again) never imports them.
 from __future__ import annotations
 
 import json
@@ -10,7 +12,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Callable
 
-from subcog_store.db import files, knn, memories, recent, search, vectors
+from subcog_store.db import files, memories, recent
 from subcog_store.db.connection import read_snapshot
 from subcog_store.db.memories import urn
 from subcog_store.text.normalize import content_hash
@@ -100,6 +102,8 @@ def exact_tier(con: "apsw.Connection", content_hash: str, namespace: str, domain
 def semantic_neighbours(con: "apsw.Connection", vector: "np.ndarray", namespace: str, domain: str,
                         floor: float, k: int = NEIGHBOURS) -> tuple[list[Neighbour], str]:
     """The k nearest, exact for every neighbour at or above `floor` (db/knn.py); and how they were found."""
+    from subcog_store.db import knn
+
     hits, how = knn.nearest(con, vector, namespace, domain, k, floor)
     return [Neighbour(h.memory_id, h.content, h.similarity) for h in hits], how
 
@@ -107,6 +111,8 @@ def semantic_neighbours(con: "apsw.Connection", vector: "np.ndarray", namespace:
 def text_neighbours(con: "apsw.Connection", content: str, namespace: str, domain: str,
                     k: int = NEIGHBOURS) -> list[Neighbour]:
     """BM25 candidates from FTS5, scored by word overlap (the stand-in similarity)."""
+    from subcog_store.db import search
+
     query = fts_query(content)
     if query is None:
         return []
@@ -313,6 +319,8 @@ def new_neighbours(con: "apsw.Connection", inputs: CheckInputs, result: CheckRes
     if "semantic" in result.tier_errors:
         return []   # it failed open outside: so does its re-check
     if "semantic" in result.tiers_run and vector is not None:
+        from subcog_store.db import vectors
+
         found = [Neighbour(i, c, sim) for i, c, sim in vectors.written_since(
             con, result.seen_seq, inputs.namespace, inputs.domain, vector.astype("float32").tobytes())]
     elif "semantic:text" in result.tiers_run:
