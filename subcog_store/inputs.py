@@ -32,6 +32,7 @@ class CaptureRequest:
     policy: object = None
     created_at: object = None
     project_wide: object = False   # a duplicate of an active memory in any namespace of the domain is a duplicate
+    from_summary: object = False   # a compaction summary's line (a hook capture): it restates the session before it
 
 
 @dataclass
@@ -50,6 +51,7 @@ class Prepared:
     created_at: str | None               # ISO-8601 as stored, when the caller gave one
     redacted: int = 0                    # secrets replaced by [REDACTED] before anything was stored
     project_wide: bool = False           # checked against every namespace of its domain (hook captures)
+    from_summary: bool = False           # a compaction summary's line: restates its session (dedup/session_repeat.py)
 
     def candidate(self) -> dict:
         """The text and metadata, as the decision log keeps them for an undo."""
@@ -168,7 +170,8 @@ def prepare(request: CaptureRequest) -> Prepared:
                     validate_importance(request.importance),  # type: ignore[arg-type]
                     validate_tags(request.tags), validate_label("source", request.source),
                     validate_label("session_id", request.session_id), validate_policy(request.policy),
-                    validate_created_at(request.created_at), redacted, bool(request.project_wide))
+                    validate_created_at(request.created_at), redacted, bool(request.project_wide),
+                    bool(request.from_summary))
 
 
 def prepare_all(requests: Iterable[CaptureRequest]) -> list[Prepared | InvalidInput]:

@@ -149,6 +149,44 @@ def test_the_items_of_one_list_are_one_memory(tmp_path):
     assert len(cache) == 1 and "24 hours" in cache[0] and "content hash" in cache[0], texts
 
 
+CORS_FOUND = "The default CORS allow-list of the API is localhost:5173 and localhost:4173, but Vite started on 5177."
+CORS_SUMMED = "Default CORS allow-list only had localhost:5173/localhost:4173."   # cosine 0.73 with CORS_FOUND
+
+
+def summary_record(text: str, n: int) -> str:
+    return json.dumps({"type": "user", "uuid": f"summary-{n}", "sessionId": "s", "isSidechain": False,
+                       "isCompactSummary": True, "timestamp": f"2026-11-20T09:{n:02d}:00Z",
+                       "message": {"role": "user", "content": text}}) + "\n"
+
+
+@pytest.mark.parametrize("in_summary", [True, False])
+def test_a_summarys_line_that_restates_the_session_is_a_repeat(tmp_path, in_summary):
+    """Modelled on cipherbox-phase12-mfa.jsonl (training): a compaction summary's line restates in its own words a
+    finding the assistant's text already gave (cosine 0.70-0.75, the same allow-list named): one memory. The same
+    words said by the assistant again are not a summary's restatement and stay under SUBJECT_REPEAT: two."""
+    said = ("This session is being continued from a previous conversation.\n\nSummary:\n"
+            f"4. Errors and fixes:\n   - {CORS_SUMMED}\n") if in_summary else CORS_SUMMED
+    path = tmp_path / "t.jsonl"
+    path.write_text(record("assistant", CORS_FOUND, 0) + record("user", "ok, go on", 1)
+                    + (summary_record(said, 2) if in_summary else record("assistant", said, 2)))
+    run = capture(tmp_path / "m.db", path)
+    texts = [m["content"] for m in memories(tmp_path / "m.db")]
+    assert sum("4173" in t for t in texts) == (1 if in_summary else 2), (texts, run.report())
+    if in_summary:   # the repeat is logged against the memory it restates, not dropped silently
+        assert any("4173" in s["content"] for s in run.report()["skipped"]), run.report()
+
+
+def test_a_summarys_line_is_a_repeat_from_summary_repeat_a_changed_value_is_not():
+    from subcog_store.dedup.session_repeat import SUMMARY_REPEAT, is_session_repeat
+
+    assert is_session_repeat(CORS_FOUND, CORS_SUMMED, 0.73, from_summary=True)
+    assert not is_session_repeat(CORS_FOUND, CORS_SUMMED, 0.73)   # the assistant's own words: SUBJECT_REPEAT
+    assert not is_session_repeat(CORS_FOUND, CORS_SUMMED, SUMMARY_REPEAT - 0.01, from_summary=True)
+    # another value on both sides is a changed fact, kept (and linked as outdated) whoever says it
+    assert not is_session_repeat(CORS_FOUND, "Default CORS allow-list only had localhost:5173/localhost:3000.",
+                                 0.73, from_summary=True)
+
+
 def test_a_restatement_of_the_same_subject_is_a_repeat_a_changed_value_is_not():
     from subcog_store.dedup.session_repeat import is_session_repeat
 

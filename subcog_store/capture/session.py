@@ -320,7 +320,7 @@ def _capture_all(run: Run, store, candidates: list, options: HookOptions, deadli
 
     requests = [CaptureRequest(c.text, c.namespace, USER_DOMAIN if c.scope == "user" else options.domain,
                                round(c.confidence, 2), options.tags, SOURCES[options.event], run.session_id,
-                               project_wide=True) for c in candidates]
+                               project_wide=True, from_summary=c.from_summary) for c in candidates]
     outcomes = capture_many(store.core, requests, deadline=deadline, dry_run=options.dry_run, minimum=minimum,
                             limit=limit, at_least=at_least, clock=options.clock, chunk=options.embed_chunk or EMBED_CHUNK)
     for i, (c, o) in enumerate(zip(candidates, outcomes)):

@@ -163,7 +163,7 @@ class _Kept:
                     break
                 older, sim = members[j].prepared.content, float(sims[j])
                 if (sim >= threshold and judge(older, p.content, sim, phrases).agrees) or \
-                        (same_session and is_session_repeat(older, p.content, sim, phrases)):
+                        (same_session and is_session_repeat(older, p.content, sim, phrases, p.from_summary)):
                     outcome.repeat_of, outcome.similarity = members[j].index, sim
                     return
         if len(members) == len(matrix):

@@ -16,7 +16,8 @@ Restatements of one subject often sit lower (cosine 0.75-0.85: "The root cause i
 192.168.133.114:5001, not localhost:5001" / "The fix was pointing IPFS_LOCAL_API_URL to 192.168.133.114:5001 ...").
 There the subject decides, not cosine alone: a pair at or above SUBJECT_REPEAT is a repeat when both name the same
 thing written like code (an identifier: a file, host, function, setting) and most of the shorter one's content
-words are in the other (SUBJECT_OVERLAP).
+words are in the other (SUBJECT_OVERLAP). A compaction summary's line restates the session before it in the
+summary's own words, lower still: for it the subject decides from SUMMARY_REPEAT.
 """
 from __future__ import annotations
 
@@ -35,8 +36,8 @@ if TYPE_CHECKING:
     from subcog_store.inputs import Prepared
     from subcog_store.text.guard_tokens import GuardVerdict
 
-__all__ = ["SESSION_REPEAT", "SUBJECT_REPEAT", "REPEAT_FLOOR", "is_session_repeat", "same_subject", "mark_repeat",
-           "other_namespaces"]
+__all__ = ["SESSION_REPEAT", "SUBJECT_REPEAT", "SUMMARY_REPEAT", "REPEAT_FLOOR", "is_session_repeat", "same_subject",
+           "mark_repeat", "other_namespaces"]
 
 # Chosen on the training sessions only (bench/capture/RESULTS.md, "Session repeats"): of the pairs of memories one
 # session stored, those at or above 0.85 state the same fact 15 times in 18 (0.80-0.85: 13 in 19), lead-in pairs
@@ -48,7 +49,14 @@ SESSION_REPEAT = 0.85
 # in 26 (cosine alone at 0.75-0.85: about one in two).
 SUBJECT_REPEAT = 0.75
 SUBJECT_OVERLAP = 0.5
-REPEAT_FLOOR = min(SESSION_REPEAT, SUBJECT_REPEAT)   # the lowest cosine at which a session repeat is looked for
+# A compaction summary restates the session before it, in its own words (its lines about what the assistant's text
+# already said sit at cosine 0.70-0.75: "Default CORS whitelist only had 5173/4173" / "The default CORS whitelist
+# is localhost:5173 and localhost:4173, but Vite started on 5177"): for a summary's line the same-subject test
+# applies from SUMMARY_REPEAT. Chosen on the training sessions (bench/capture/RESULTS.md, seventh pass): the pairs
+# of memories one session stored, a summary's line the later one, at 0.70-0.75, same subject, no value changed on
+# both sides: 4 of 4 the same fact (0.65-0.70: 1 of 1; 0.60-0.65: 0 of 1).
+SUMMARY_REPEAT = 0.70
+REPEAT_FLOOR = min(SESSION_REPEAT, SUBJECT_REPEAT, SUMMARY_REPEAT)   # the lowest cosine a repeat is looked for at
 _LEAD = ": "
 MIN_LEAD_CHARS = 20
 _WORD = re.compile(r"[a-z0-9]+")
@@ -87,10 +95,11 @@ def same_subject(older: str, newer: str) -> bool:
 
 
 def is_session_repeat(older: str, newer: str, similarity: float,
-                      phrase_similarity: PhraseSimilarity | None = None) -> bool:
+                      phrase_similarity: PhraseSimilarity | None = None, from_summary: bool = False) -> bool:
     """`newer` restates `older` (both said in the same session): close enough (or, from SUBJECT_REPEAT, about the
-    same subject), no changed fact, no shared lead."""
-    if similarity < REPEAT_FLOOR or _shared_lead(older, newer):
+    same subject; from SUMMARY_REPEAT when `newer` is a compaction summary's line), no changed fact, no shared
+    lead."""
+    if similarity < (SUMMARY_REPEAT if from_summary else SUBJECT_REPEAT) or _shared_lead(older, newer):
         return False
     # here: the guard's word lists and patterns load only when two texts are this close
     from subcog_store.text.guard import changed_fact
@@ -121,7 +130,7 @@ def mark_repeat(con: "apsw.Connection", p: "Prepared", check: "CheckResult",
         older = rows.get(con, n.memory_id)
         if older is None or older.session_id != p.session_id or older.status != "active":
             continue
-        if is_session_repeat(n.content, p.content, n.similarity, phrase_similarity):
+        if is_session_repeat(n.content, p.content, n.similarity, phrase_similarity, p.from_summary):
             check.is_duplicate, check.reason, check.method = True, "semantic_similar", "session"
             check.matched_memory_id, check.similarity_score, check.matched_content = n.memory_id, n.similarity, \
                 n.content

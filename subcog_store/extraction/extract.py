@@ -65,6 +65,7 @@ class Candidate:
     redacted: int = 0    # secrets replaced by [REDACTED] in `text`
     char_start: int = 0  # where its paragraph or item (else its piece) starts in the record's text
     scope: str = PROJECT  # "user": a preference that follows the developer into every project
+    from_summary: bool = False  # a compaction summary's line: it restates the session before it
 
 
 @dataclass(frozen=True)
@@ -271,7 +272,8 @@ def extract_with(texts: Iterable[AssistantText | str], scorer: Scorer, threshold
         t = texts[v.source]
         uuid, offset, start = (None, 0, 0) if isinstance(t, str) else (t.uuid, t.offset, t.char_start)
         out.append(Candidate(_group_text(group), v.namespace, v.confidence, uuid, offset,
-                             sum(g.redacted for g in group), start + group[0].start, v.scope))
+                             sum(g.redacted for g in group), start + group[0].start, v.scope,
+                             any(g.kind == "summary" for g in group)))
     return out
 
 

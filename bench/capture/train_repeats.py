@@ -1,0 +1,157 @@
+"""What one training session stores twice, and why the session-repeat rule let the later memory through.
+
+    cd <checkout> && nice -n 10 .venv/bin/python -m bench.capture.train_repeats [--tree DIR] [--floor 0.6]
+        [--examples N]
+
+Captures the 18 training sessions (../shared/samples/real/train; one fresh store per project, the sessions in
+name order) with the session-end hook of `--tree` (default: this checkout; `bench_heldout.run_tree`, worker off,
+the shipped scorer: in sample), then takes each stored memory in the order it was stored and the nearest earlier
+memory of its session (cosine of the real model). From `--floor` up it reports the pair: where each comes from
+(the assistant's text, a compaction summary, the user: traced to the training labels as `bench_heldout` traces
+held-out memories), whether each holds a labelled lasting fact, and why THIS checkout's rule
+(`dedup.session_repeat.is_session_repeat`) does not call the later one a repeat: under its floor, not the same
+subject, a shared lead-in, or the guard's veto (with the guard's reason). Counts by cosine band, sources and cause
+are printed; with --examples the pairs too (training text is printed, never written to the repository), to be
+judged by hand. Chooses nothing by itself: a rule is chosen on these pairs and judged on the held-out projects.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import tempfile
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from bench.capture import train_scorer as ts
+from bench.capture.bench_heldout import REPO, Labelled, run_tree, traced
+from bench.capture.label_units import session_units
+from subcog_store.dedup import session_repeat as sr
+
+LABELS = Path(__file__).resolve().parent
+BANDS = (0.60, 0.70, 0.75, 0.85, 1.01)
+
+
+def labelled(path: Path) -> list[Labelled]:
+    """The labelled units of a training transcript (assistant text and summaries); `stale` holds the unit's kind."""
+    rows: dict = defaultdict(list)
+    for folder in ("labels", "labels_summaries"):
+        f = LABELS / folder / path.name
+        for line in f.read_text(encoding="utf-8").splitlines() if f.is_file() else ():
+            row = json.loads(line)
+            rows[(row["uuid"], row["sentence_sha"])].append(row)
+    out = []
+    for _, kind, t, u in session_units(path):
+        found = rows.get((t.uuid, u.sha))
+        if found:
+            out.append(Labelled(u.text, found[0]["label"], None, kind))
+    return out
+
+
+def cause(older: str, newer: str, sim: float, from_summary: bool, phrases) -> str:
+    """Why this checkout's session-repeat rule keeps `newer` beside `older` ("repeat" when it does not)."""
+    from subcog_store.text.guard import changed_fact
+
+    if sr._shared_lead(older, newer):
+        return "shared lead-in"
+    if sim < (sr.SUMMARY_REPEAT if from_summary else sr.SUBJECT_REPEAT):
+        return "under the floor"
+    if sim < sr.SESSION_REPEAT and not sr.same_subject(older, newer):
+        return "not the same subject"
+    verdict = changed_fact(older, newer, phrases)
+    if sr._conflict(verdict):
+        return f"guard veto: {verdict.reason}"
+    return "repeat" if sr.is_session_repeat(older, newer, sim, phrases, from_summary) else "other"
+
+
+def pairs(tree: Path, data: Path, floor: float, work: Path) -> tuple[Counter, list[dict]]:
+    from subcog_store.model.embedder import Embedder
+
+    embedder = Embedder(REPO / "models")
+    embedder.load()
+
+    def phrases(a: str, b: str) -> float:
+        v = embedder.embed_batch([a, b])
+        return float(v[0] @ v[1])
+
+    projects: dict[str, list[Path]] = defaultdict(list)
+    for path in sorted(data.glob("*.jsonl")):
+        projects[path.name.split("-")[0]].append(path)
+    counts: Counter = Counter()
+    out = []
+    for project, paths in projects.items():
+        result = run_tree(tree, project, [(p.stem, p) for p in paths], [], work / project)
+        con = sqlite3.connect(work / project / "memories.db")
+        seq = dict(con.execute("select id, seq from memories"))
+        con.close()
+        by_session = defaultdict(list)
+        for m in sorted(result["memories"], key=lambda m: seq[m["id"]]):
+            by_session[m["session_id"]].append(m)
+        for session, memories in by_session.items():
+            units = labelled(data / f"{session}.jsonl")
+            held: set[int] = set()
+            for m in memories:
+                us = traced(m["content"], units)
+                m["from"] = "+".join(sorted({u.stale for u in us})) or "?"
+                m["fact"] = any(u.label == 1 for u in us)
+                held |= {id(u) for u in us if u.label == 1}
+                counts["traced"] += bool(us)
+                counts["facts held"] += m["fact"]
+            counts["stored"] += len(memories)
+            counts["fact units"] += sum(u.label == 1 for u in units)
+            counts["fact units held"] += len(held)
+            vectors = embedder.embed_batch([m["content"] for m in memories])
+            for i in range(1, len(memories)):
+                sims = vectors[:i] @ vectors[i]
+                j = int(sims.argmax())
+                sim = float(sims[j])
+                if sim < floor:
+                    continue
+                older, newer = memories[j], memories[i]
+                out.append({"session": session, "sim": sim, "older": older["content"], "newer": newer["content"],
+                            "sources": f"{older['from']} > {newer['from']}",
+                            "facts": f"{int(older['fact'])}{int(newer['fact'])}",
+                            "cause": cause(older["content"], newer["content"], sim, newer["from"] == "summary",
+                                           phrases)})
+    return counts, out
+
+
+def render(counts: Counter, found: list[dict], examples: int) -> str:
+    lines = [f"stored {counts['stored']}, traced to a labelled unit {counts['traced']}, holding a lasting fact "
+             f"{counts['facts held']} (precision {counts['facts held'] / max(counts['traced'], 1):.3f}); labelled "
+             f"fact units held {counts['fact units held']} of {counts['fact units']} (unit recall "
+             f"{counts['fact units held'] / max(counts['fact units'], 1):.3f})",
+             f"pairs (a memory and the nearest earlier one of its session) from cosine {BANDS[0]:.2f}: {len(found)}",
+             ""]
+    for lo, hi in zip(BANDS, BANDS[1:]):
+        band = [p for p in found if lo <= p["sim"] < hi]
+        lines.append(f"cosine {lo:.2f}-{min(hi, 1.0):.2f}: {len(band)} pairs; both hold a fact "
+                     f"{sum(p['facts'] == '11' for p in band)}")
+        for (sources, why), n in Counter((p["sources"], p["cause"]) for p in band).most_common():
+            lines.append(f"  {n:4d}  {sources:24s} {why}")
+    if examples:
+        lines.append("")
+        for p in sorted(found, key=lambda p: -p["sim"])[:examples]:
+            lines += [f"--- {p['session']} {p['sim']:.3f} {p['sources']} facts {p['facts']} {p['cause']}",
+                      f"  older: {p['older'][:240]!r}", f"  newer: {p['newer'][:240]!r}"]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tree", type=Path, default=REPO, help="the checkout whose hooks capture (default: this one)")
+    ap.add_argument("--data", type=Path, default=ts.DATA)
+    ap.add_argument("--floor", type=float, default=BANDS[0])
+    ap.add_argument("--examples", type=int, default=0)
+    args = ap.parse_args(argv)
+    if not args.data.is_dir():
+        print(f"{args.data}: no training sessions; nothing measured")
+        return 0
+    with tempfile.TemporaryDirectory(prefix="subcog-train-repeats-") as tmp:
+        counts, found = pairs(args.tree.resolve(), args.data, args.floor, Path(tmp))
+    print(render(counts, found, args.examples))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
