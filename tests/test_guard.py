@@ -711,3 +711,23 @@ ADVERBIALS_AND_OBJECT_NEGATIONS = [  # (older, newer, changed): "every 5 seconds
 def test_a_time_adverbial_moves_and_nothing_negates_its_verb(older: str, newer: str, changed: bool) -> None:
     for a, b in ((older, newer), (newer, older)):
         assert changed_fact(a, b).changed is changed, (a, b, changed_fact(a, b))
+
+
+def test_a_regular_expression_is_one_word_of_code() -> None:
+    # coding train: "/^shared$/" read as "shared $" made a value swapped for it look like the same words
+    swapped = ("The breadcrumb match in page.ts was changed from hasText: 'shared' to hasText: /^shared$/.",
+               "The breadcrumb match in page.ts was changed from hasText: /^shared$/ to hasText: 'shared'.")
+    assert changed_fact(*swapped).changed and changed_fact(*reversed(swapped)).changed
+    assert not changed_fact("The locator now matches /^shared$/ exactly.", "The locator matches /^shared$/ exactly now.")
+
+
+@pytest.mark.parametrize("older,newer,changed", [
+    # a privative verb is another text's negation in other words only when it reaches nothing that text affirms
+    ("The test architecture uses the test-login endpoint to bypass Web3Auth Core Kit.",
+     "The test architecture goes through Web3Auth Core Kit and does not use a test-login endpoint.", True),
+    ("Decided to drop Python 3.8 support.", "Python 3.8 is no longer supported.", False),
+])
+def test_a_privative_verb_is_a_reworded_negation_only_of_what_the_other_does_not_affirm(
+        older: str, newer: str, changed: bool) -> None:
+    for a, b in ((older, newer), (newer, older)):
+        assert changed_fact(a, b).changed is changed, (a, b, changed_fact(a, b))

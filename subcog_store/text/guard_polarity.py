@@ -11,6 +11,7 @@ negate X like "other than X".
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -88,6 +89,7 @@ class _Scope:
     count: int                            # negations
     reads: tuple[tuple[str, ...], ...]    # the groups' stems in text order
     lead: tuple[frozenset[str], ...]      # each group's: the stems before its negation, in its clause
+    reaches: tuple[frozenset[str], ...]   # what each privative verb reaches ("omits [serde]"; other cues: empty)
 
 
 @lru_cache(maxsize=4096)
@@ -100,9 +102,11 @@ def _scoped(text: str) -> _Scope:
     groups: list[frozenset[str]] = []
     reads: list[tuple[str, ...]] = []
     lead: list[frozenset[str]] = []
+    reaches: list[frozenset[str]] = []
     for start, end in cues:
         privative = end - start == 1 and (toks[start] in PRIVATIVE or toks[start] == "off")
         group: set[int] = set()
+        reached: set[int] = set()
         for p in range(end, min(len(toks), end + SCOPE_REACH)):
             t = toks[p]
             if t in BOUNDARY or t in LINKS:
@@ -110,7 +114,7 @@ def _scoped(text: str) -> _Scope:
             if t in _CUES or not _is_word(t) or t in SCOPE_SKIP:
                 continue
             if privative:
-                unsure.add(p)   # each word it reaches: "drop [Python 3.8 support]"
+                reached.add(p)   # each word it reaches: "drop [Python 3.8 support]"
                 continue
             group.add(p)
             while (p + 1 < len(toks) and _is_word(toks[p + 1]) and toks[p + 1] not in _CUES
@@ -122,6 +126,8 @@ def _scoped(text: str) -> _Scope:
                 and toks[start + 1:start + 2] != ("of",)):   # "none of the musicians" is a subject
             group.add(start - 1)   # "persists [nothing] to X" = "does not persist to X": the verb before it
         negated |= group
+        unsure |= reached
+        reaches.append(frozenset(stem(toks[p]) for p in reached))
         groups.append(frozenset(stem(toks[p]) for p in group))
         reads.append(tuple(stem(toks[p]) for p in sorted(group)))
         lead.append(_lead(toks, start))
@@ -133,7 +139,7 @@ def _scoped(text: str) -> _Scope:
     neg = frozenset(stem(toks[p][4:] if toks[p].startswith("non-") else toks[p]) for p in negated)
     pos = frozenset(stem(t) for p, t in enumerate(toks) if p not in negated and p not in unsure and p not in cue_words
                     and _is_word(t) and t not in SCOPE_SKIP) - {stem(toks[p]) for p in unsure}
-    return _Scope(neg, pos, tuple(groups), len(groups), tuple(reads), tuple(lead))
+    return _Scope(neg, pos, tuple(groups), len(groups), tuple(reads), tuple(lead), tuple(reaches))
 
 
 def _lead(toks: tuple[str, ...], start: int) -> frozenset[str]:
@@ -151,7 +157,9 @@ def _free(scope: _Scope, other: _Scope) -> bool:
     """A negation of one text that could be the other's, reworded: a privative verb, or a negation of words the
     other text does not say ("is not required" / "works without X")."""
     words = other.negated | other.affirmed
-    return any(not group or not group & words for group in scope.groups)
+    plain = other.affirmed - other.negated
+    return any((not group and not reach & plain) or (group and not group & words)
+               for group, reach in itertools.zip_longest(scope.groups, scope.reaches, fillvalue=frozenset()))
 
 
 def _unmatched(scope: _Scope, other: _Scope) -> frozenset[str]:

@@ -97,7 +97,9 @@ def stem(word: str) -> str:
 
 
 # words (numbers and identifiers whole) and the punctuation that delimits phrases and sentences
-_ORDER_TOKEN = re.compile(r"[$€£%]|[^\W_][\w.'/+#-]*[\w%]|[^\W_]|[,;:()\[\]]|[.!?](?=\s|$)", re.UNICODE)
+# (a regular expression anchored at either end, "/^shared$/", is one word: it is code, not "shared")
+_ORDER_TOKEN = re.compile(r"/\^[^\s/]*/|/[^\s/]*\$/|[$€£%]|[^\W_][\w.'/+#-]*[\w%]|[^\W_]|[,;:()\[\]]|[.!?](?=\s|$)",
+                          re.UNICODE)
 _SENTENCE_END = frozenset(".!?")
 
 
