@@ -9,12 +9,12 @@ a project domain always ends in 8 hex digits, so no project is ever named like i
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from pathlib import Path
 
 from subcog_store.config import process_setting
+from subcog_store.text.digests import sha256
 
 LEGACY_DOMAIN = "project"
 USER_DOMAIN = "user"
@@ -59,7 +59,7 @@ def domain_for(cwd: str | os.PathLike | None, environ: dict[str, str] | None = N
 
 def _named(folder: str, path: str) -> str:
     name = _UNSAFE.sub("-", folder).strip("-.")[:60] or "root"
-    return f"{name}-{hashlib.sha256(os.fsencode(path)).hexdigest()[:8]}"
+    return f"{name}-{sha256(os.fsencode(path)).hexdigest()[:8]}"
 
 
 def domain_for_recorded(cwd: str | None, environ: dict[str, str] | None = None) -> str:

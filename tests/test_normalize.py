@@ -8,6 +8,7 @@ import re
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from subcog_store.text import digests
 from subcog_store.text.normalize import content_hash, fingerprint, hash_tag, normalize
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -173,3 +174,12 @@ def test_changed_suffix_is_never_an_exact_match(prop_store, text: str, suffix: s
     check = prop_store.check_duplicate(changed, "patterns", domain)
     assert check.reason != "exact_match"
     assert check.content_hash != content_hash(text)
+
+
+@pytest.mark.parametrize("data", [b"", b"abc", "données 数据".encode(), bytes(range(256)) * 50])
+def test_the_built_in_digests_are_hashlibs(data: bytes) -> None:
+    """text/digests.py's SHA-256 and BLAKE2b (keyed, sized) give what hashlib's give."""
+    assert digests.sha256(data).hexdigest() == hashlib.sha256(data).hexdigest()
+    assert digests.blake2b(data, digest_size=16).digest() == hashlib.blake2b(data, digest_size=16).digest()
+    assert digests.blake2b(key=b"k" * 16, digest_size=8).digest() == \
+        hashlib.blake2b(key=b"k" * 16, digest_size=8).digest()

@@ -7,23 +7,24 @@ text another fingerprint. Only these 64-bit numbers are kept, never text.
 """
 from __future__ import annotations
 
-import hashlib
 import sys
 from functools import lru_cache
 from pathlib import Path
+
+from subcog_store.text.digests import blake2b
 
 __all__ = ["code_version", "fingerprint", "OTHER_SOURCES"]
 
 PACKAGE = Path(__file__).parent
 # The modules outside this package that extraction loads (tests/test_extraction_memo.py checks the list is whole).
-OTHER_SOURCES = ("text/redact.py", "text/lazy_regex.py")
+OTHER_SOURCES = ("text/redact.py", "text/lazy_regex.py", "text/digests.py")
 
 
 @lru_cache(maxsize=1)
 def code_version() -> bytes | None:
     """A digest of the extraction code as this process found it on disk (None when a file cannot be read: then no
     text is recognised)."""
-    digest = hashlib.blake2b(sys.version.encode(), digest_size=16)
+    digest = blake2b(sys.version.encode(), digest_size=16)
     try:
         files = sorted(p for p in PACKAGE.iterdir() if p.is_file()) + [PACKAGE.parent / s for s in OTHER_SOURCES]
         for path in files:
@@ -35,7 +36,7 @@ def code_version() -> bytes | None:
 
 def fingerprint(version: bytes, text: str, kind: str, min_confidence: float | None) -> int:
     """The signed 64-bit fingerprint of extracting `text` of `kind` at `min_confidence` with the code `version`."""
-    digest = hashlib.blake2b(key=version, digest_size=8)
+    digest = blake2b(key=version, digest_size=8)
     digest.update(f"{kind}\0{min_confidence!r}\0".encode())
     digest.update(text.encode("utf-8", "surrogatepass"))
     return int.from_bytes(digest.digest(), "big", signed=True)

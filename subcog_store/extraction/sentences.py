@@ -7,10 +7,10 @@ counted, their text kept). Pure Python and deterministic: the same text always g
 """
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 
+from subcog_store.text.digests import sha256
 from subcog_store.text.lazy_regex import LazyPattern
 
 __all__ = ["Unit", "split_units", "split_sentences", "clean_inline", "sentence_sha", "is_candidate", "MIN_CHARS",
@@ -78,7 +78,7 @@ class Unit:
 
 def sentence_sha(text: str) -> str:
     """First 16 hex of sha256 of the normalized sentence (lower case, whitespace folded: the store's normalize)."""
-    return hashlib.sha256(" ".join(text.lower().split()).encode("utf-8")).hexdigest()[:16]
+    return sha256(" ".join(text.lower().split()).encode("utf-8")).hexdigest()[:16]
 
 
 def _emphasis(text: str) -> str:

@@ -1,8 +1,9 @@
 """Content normalization and hashing: the one definition shared by Python and the SQL generated column."""
 from __future__ import annotations
 
-import hashlib
 import re
+
+from subcog_store.text.digests import sha256
 
 # Unicode White_Space, as Rust's `split_whitespace` sees it (Python's str.split() also splits on U+001C..U+001F).
 _WHITESPACE = re.compile("[\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+")
@@ -20,7 +21,7 @@ def normalize(content: str) -> str:
 
 def content_hash(content: str) -> str:
     """SHA256 hex of the normalized content (64 lower-case hex characters)."""
-    return hashlib.sha256(normalize(content).encode("utf-8")).hexdigest()
+    return sha256(normalize(content).encode("utf-8")).hexdigest()
 
 
 def hash_tag(content_hash_hex: str) -> str:
