@@ -42,7 +42,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("tables", ["db.deferred", "db.recent", "db.memories", "db.decisions", "db.vectors", "db.search",
                 "db.hook_state", "db.recall_log", "db.checks", "db.settings", "db.batch_runs", "db.integrity",
                 "db.export", "db.views", "db.salvage", "db.citations", "db.session_text"]),
-    ("knn cache", ["db.bitcache"]),
+    ("knn cache", ["db.bitcache", "db.vectorcache"]),
     ("knn", ["db.knn", "postgres.knn"]),
     ("worker access", ["worker.client", "worker.lifecycle"]),
     ("model", ["model.files", "model.embedder"]),

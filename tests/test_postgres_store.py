@@ -30,6 +30,8 @@ SQLITE_ONLY = {"create_migrations_table", "record_migration", "count_schema_obje
                "checkpoint_truncate", "quick_check", "sign_bits",
                "bits_log_newest", "bits_log_entry", "bits_since", "scope_bits", "salvage_memories",
                "salvage_memory"}
+# Search's in-memory vectors (db/vectorcache.py) serve SQLite stores only.
+SQLITE_ONLY |= {"domain_size", "domain_vectors", "domain_vectors_since", "rescore_domain_candidates"}
 # The sessions' text (db/session_text.py) is kept and searched in SQLite stores only for now (FTS5 and vec0).
 SQLITE_ONLY |= {name for name in queries() if "session_text" in name or name == "session_term_document_counts"}
 

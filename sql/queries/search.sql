@@ -1,6 +1,7 @@
 -- name: search_knn_domain
--- The k nearest active memories of a domain, every namespace (vec0 scans each partition, domain filtered).
-with knn as (
+-- The k nearest active memories of a domain, every namespace (vec0 scans each partition, domain filtered);
+-- equal distances in memory order, as db/vectorcache.py's answer (query rescore_domain_candidates).
+with knn as materialized (
   select
     memory_seq,
     distance
@@ -15,7 +16,7 @@ select
 from knn
 join memories m on m.seq = knn.memory_seq
 where m.status = 'active'
-order by knn.distance;
+order by knn.distance, knn.memory_seq;
 
 -- name: domain_searchable
 -- 1 when a domain holds a memory search can return: an active one, or any with :all = 1 (index memories_ranking).

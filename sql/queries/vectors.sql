@@ -252,3 +252,52 @@ where seq > :after
   and status = 'active'
   and namespace = :namespace
   and domain = :domain;
+
+-- name: domain_size
+-- How many memories of a domain are searchable (db/vectorcache.py keeps a cache for middle-sized ones).
+select count(*)
+from memories
+where domain = :domain
+  and status = 'active';
+
+-- name: domain_vectors
+-- Every searchable vector of a domain, every namespace (a vector cache's first load).
+select
+  memory_seq,
+  embedding
+from memory_vectors
+where domain = :domain;
+
+-- name: domain_vectors_since
+-- The vectors that entered a domain after revision :after, up to :upto (a row removed since has none).
+select
+  l.rev,
+  l.memory_seq,
+  v.embedding
+from bits_log l
+join memory_vectors v on v.memory_seq = l.memory_seq
+where l.rev > :after
+  and l.rev <= :upto
+  and l.domain = :domain
+order by l.rev;
+
+-- name: rescore_domain_candidates
+-- Candidates found in a domain's vector cache (a JSON array of memory seqs), re-scored with vec0's own distance,
+-- as search_knn_domain scores them; the cache may hold rows that have since left the domain or search, so domain
+-- and status are checked here. The cross joins fix the order (candidates first), as in rescore_candidates.
+with scored as materialized (
+  select
+    v.memory_seq,
+    vec_distance_l2(v.embedding, :embedding) as distance
+  from json_each(:seqs) cand
+  cross join memory_vectors v on v.memory_seq = cand.value
+)
+select
+  m.id,
+  1.0 - scored.distance * scored.distance / 2.0 as similarity
+from scored
+cross join memories m on m.seq = scored.memory_seq
+where m.status = 'active'
+  and m.domain = :domain
+order by scored.distance, scored.memory_seq
+limit :k;

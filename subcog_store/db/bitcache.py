@@ -28,6 +28,7 @@ import time
 import weakref
 from array import array
 from functools import lru_cache
+from typing import Callable
 
 import apsw
 import numpy as np
@@ -48,6 +49,8 @@ _enabled = False
 _lock = threading.Lock()
 _scopes: dict[tuple[str, str, str], "ScopeBits"] = {}
 _watched: "weakref.WeakSet[apsw.Connection]" = weakref.WeakSet()
+_also_forget: list[Callable[[str], None]] = []
+_also_clear: list[Callable[[], None]] = []
 
 
 def enable(on: bool = True) -> None:
@@ -71,16 +74,29 @@ def enabled() -> bool:
 
 
 def clear() -> None:
-    """Drop every cache of this process."""
+    """Drop every cache of this process (db/vectorcache.py's too)."""
     with _lock:
         _scopes.clear()
+    for also in _also_clear:
+        also()
 
 
 def forget(path: str) -> None:
-    """Drop the caches of one database file (they load again when next used)."""
+    """Drop the caches of one database file (they load again when next used; db/vectorcache.py's too)."""
     with _lock:
         for key in [key for key in _scopes if key[0] == path]:
             del _scopes[key]
+    for also in _also_forget:
+        also(path)
+
+
+def on_forget(fn: Callable[[str], None]) -> None:
+    """Another cache read from bits_log (db/vectorcache.py) is dropped with these: `fn(path)` on `forget`."""
+    _also_forget.append(fn)
+
+
+def on_clear(fn: Callable[[], None]) -> None:
+    _also_clear.append(fn)
 
 
 class ScopeBits:
@@ -120,14 +136,14 @@ class ScopeBits:
             return self._catch_up_postgres(con, namespace, domain)
         with read_snapshot(con):
             newest = con.execute(q("bits_log_newest")).fetchone()[0]
-            if self.rev and _entry(con, self.rev) != self.mark:
+            if self.rev and log_entry(con, self.rev) != self.mark:
                 return False
             if newest <= self.rev:
                 return newest == self.rev
             for _, seq, bits in con.execute(q("bits_since"), {"namespace": namespace, "domain": domain,
                                                                "after": self.rev, "upto": newest}):
                 self.append(seq, bits)
-            self.rev, self.mark = newest, _entry(con, newest)
+            self.rev, self.mark = newest, log_entry(con, newest)
         return True
 
     def _catch_up_postgres(self, con, namespace: str, domain: str) -> bool:
@@ -180,7 +196,7 @@ def lookup(con: apsw.Connection, namespace: str, domain: str) -> ScopeBits | Non
                              name="subcog-bitcache", daemon=True).start()
     if not scope.ready:
         return None
-    _watch(con)
+    watch(con)
     try:
         with scope.lock:
             if scope.catch_up(con, namespace, domain):
@@ -236,12 +252,12 @@ def _binary_rows(con, name: str, params: dict) -> list:
     return con.guarded(lambda: cursor.execute(q(name, "postgresql"), params, binary=True).fetchall())
 
 
-def _entry(con: apsw.Connection, rev: int) -> tuple | None:
+def log_entry(con: apsw.Connection, rev: int) -> tuple | None:
     row = con.execute(q("bits_log_entry"), {"rev": rev}).fetchone()
     return tuple(row) if row else None
 
 
-def _watch(con: apsw.Connection) -> None:
+def watch(con: apsw.Connection) -> None:
     """A rollback may hand the revisions a cache has read to other rows: drop that file's caches."""
     if is_postgres_connection(con):   # revisions from a sequence: a rolled-back one is never reused
         return
@@ -275,7 +291,7 @@ def _load(key: tuple[str, str, str], scope: ScopeBits, path: str) -> None:
         seqs, bits = array("q"), bytearray()
         with read_snapshot(con):
             newest = con.execute(q("bits_log_newest")).fetchone()[0]
-            mark = _entry(con, newest)
+            mark = log_entry(con, newest)
             params = {"namespace": namespace, "domain": domain}
             if con.execute(q("scope_size"), params).fetchone()[0] < MIN_ROWS:
                 scope.retry_at = time.monotonic() + RECHECK_SECS

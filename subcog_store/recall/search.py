@@ -1,8 +1,9 @@
 """Search a domain's memories: the prompt's meaning and its rare words, current facts first.
 
 Candidates are the vec0 KNN of the prompt's embedding (the prompt as typed: MiniLM reads a question better than its
-keywords) and the FTS5 matches of the prompt's rarest content words (`recall.query`: no question words, no
-conversational frame; `rarest`); each is scored by `recall.fusion` (cosine plus the IDF-weighted share of the
+keywords; in a long-lived process the same answer from the domain's vectors in memory, db/vectorcache.py) and the
+FTS5 matches of the prompt's rarest content words (`recall.query`: no question words, no conversational frame;
+`rarest`); each is scored by `recall.fusion` (cosine plus the IDF-weighted share of the
 content words it holds). A memory outdated by a newer one (a changed fact) never ranks above its successor; one
 whose cited code no longer bears it out (a mark of `code.verify`) ranks below every current one. Without the model
 the text side answers alone (`method` says so). `extra_domains` searches more scopes beside the project's with the
@@ -14,6 +15,7 @@ successor; whole memories are loaded for the hits returned.
 # Lazy imports: the secret patterns compile only when a hit is shown.
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
@@ -119,7 +121,7 @@ def search(store: "Store", query: str, *, domain: str, namespace: str | None = N
             if dom != domain and not db_search.searchable(store.con, dom, include_all):
                 continue   # nothing to find, and each side would scan the whole index for it
             if vector is not None:
-                vector_ids += db_search.nearest(store.con, vector.astype("float32").tobytes(), dom, CANDIDATES, ns)
+                vector_ids += _nearest(store, vector.astype("float32").tobytes(), dom, ns)
             if rare:
                 fts = " OR ".join('"' + w.replace('"', '""') + '"' for w in rare)
                 text_ids += db_search.text_matches(store.con, fts, dom, ns, include_all, CANDIDATES)
@@ -178,6 +180,20 @@ def _embed(store: "Store", text: str, use_model: bool):
     if vector is None:
         return None, f"no model ({store.vectors.error or 'not loaded'}): text side only"
     return vector, None
+
+
+def _nearest(store: "Store", embedding: bytes, domain: str, namespace: str | None) -> list[tuple[str, float]]:
+    """The vector side's candidates: vec0's KNN, or the same answer from the domain's vectors held in memory by a
+    long-lived process (db/vectorcache.py). Only a process that turned the caches on has imported db.bitcache
+    (and numpy): a hook run in process imports neither for this."""
+    bits = sys.modules.get("subcog_store.db.bitcache")
+    if namespace is None and bits is not None and bits.enabled():
+        from subcog_store.db import vectorcache
+
+        found = vectorcache.nearest_cached(store.con, embedding, domain, CANDIDATES)
+        if found is not None:
+            return found
+    return db_search.nearest(store.con, embedding, domain, CANDIDATES, namespace)
 
 
 def _whole_memories(store: "Store", hits: list[Hit]) -> list[Hit]:
