@@ -209,3 +209,20 @@ def test_search_answers_the_same_with_the_cache(make_store, tiny_embedder, cache
     without = [[(h.memory.id, round(h.score, 9)) for h in store.search(text, domain="project", limit=10).hits]
                for text in queries]
     assert with_cache == without and any(with_cache)
+
+
+def test_the_caches_hold_max_rows_in_all(make_store, tiny_embedder, cache_on, monkeypatch) -> None:
+    """Loading a domain drops the least recently searched ones beyond MAX_ROWS rows in all."""
+    monkeypatch.setattr(vectorcache, "MAX_ROWS", 150)
+    store = make_store(embedder_=tiny_embedder)
+    con = store.con
+    for domain, seed in (("a", 20), ("b", 21), ("c", 22)):
+        with immediate(con):
+            for vector in clustered(60, seed=seed):
+                writer.insert(con, memory_id=writer.new_id(con), domain=domain, namespace="decisions",
+                              content=f"memory {next(_n)}", importance=0.5, tags=[], source=None, session_id=None,
+                              created_at=NOW, now=NOW, captured_at=0.0, vector=vector.tobytes())
+    assert vectorcache.warm(con, "a") and vectorcache.warm(con, "b")
+    assert vectorcache.lookup(con, "a") is not None    # "a" searched last: "b" is the least recent
+    assert vectorcache.warm(con, "c")
+    assert {key[1] for key in vectorcache._domains} == {"a", "c"}

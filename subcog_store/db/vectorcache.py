@@ -4,7 +4,8 @@ vec0 answers search's KNN by scanning every vector of the domain's partitions: ~
 machine's 2 cores, while numpy's product of the query with the same vectors held in memory takes ~1 ms. The warm
 worker (which answers the prompt hook) and the MCP server turn this on with the sign-bit caches of
 db/bitcache.py (`bitcache.enable`); a one-shot process never loads a cache, which would cost it more (~60 ms at
-10k) than it saves. Domains of MIN_ROWS to MAX_ROWS searchable memories are kept (1.5 KB a memory).
+10k) than it saves. Domains of MIN_ROWS to MAX_ROWS searchable memories are kept (1.5 KB a memory), MAX_ROWS
+in all: loading one drops the least recently searched ones beyond that.
 
 The answer is vec0's, exactly: the cache picks candidates and proves they hold the k nearest, and SQLite re-scores
 them with vec0's own distance (query `rescore_domain_candidates`), which also drops rows that left the domain or
@@ -24,6 +25,7 @@ import logging
 import threading
 import time
 from array import array
+from collections import OrderedDict
 
 import apsw
 import numpy as np
@@ -34,7 +36,7 @@ from subcog_store.db.sqlfiles import q
 from subcog_store.postgres.adapter import is_postgres_connection
 
 MIN_ROWS = 2_000       # below this vec0's scan takes under a millisecond or two
-MAX_ROWS = 100_000     # 150 MB of vectors; above, vec0 answers (the worker's memory matters more)
+MAX_ROWS = 100_000     # 150 MB of vectors in all; a larger domain is left to vec0 (the worker's memory matters more)
 MARGIN = 1e-4          # numpy's float32 dot product and vec0's distance agree far closer than this
 FIRST = 2              # candidates of the first pass: FIRST * k rows, the second pass WIDER * k
 WIDER = 40
@@ -42,12 +44,12 @@ DIMENSIONS = 384
 
 log = logging.getLogger("subcog_store.worker.vectorcache")
 _lock = threading.Lock()
-_domains: dict[tuple[str, str], "DomainVectors"] = {}
+_domains: "OrderedDict[tuple[str, str], DomainVectors]" = OrderedDict()   # least recently searched first
 
 
 class DomainVectors:
-    """The float vectors of one (database, domain), one row each, grown by doubling (a superset: rows that left
-    stay until the next load; a rewritten vector is appended again)."""
+    """The float vectors of one (database, domain), one row each, grown by an eighth at a time (a superset: rows that
+    left stay until the next load; a rewritten vector is appended again)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -66,7 +68,7 @@ class DomainVectors:
 
     def append(self, seq: int, vector: bytes) -> None:
         if self.size == len(self.seqs):
-            capacity = max(1024, 2 * self.size)
+            capacity = max(1024, self.size + self.size // 8)   # a large domain's matrix: an eighth more
             self.seqs = np.resize(self.seqs, capacity)
             matrix = np.empty((capacity, DIMENSIONS), dtype=np.float32)
             matrix[:self.size] = self.matrix[:self.size]
@@ -104,6 +106,8 @@ def lookup(con: apsw.Connection, domain: str) -> DomainVectors | None:
     key = (where, domain)
     with _lock:
         cache = _domains.get(key)
+        if cache is not None:
+            _domains.move_to_end(key)
         if cache is None or (not cache.ready and cache.retry_at and time.monotonic() > cache.retry_at):
             cache = _domains[key] = DomainVectors()
             threading.Thread(target=_load, args=(key, cache), name="subcog-vectorcache", daemon=True).start()
@@ -203,6 +207,7 @@ def _load(key: tuple[str, str], cache: DomainVectors) -> None:
             for seq, vector in con.execute(q("domain_vectors"), {"domain": domain}):
                 seqs.append(seq)
                 vectors += vector
+        _make_room(key, len(seqs))
         with cache.lock:
             cache.fill(seqs, vectors, newest, mark)
         log.info("vectorcache: loaded %d rows in %.2f s", len(seqs), time.monotonic() - started)
@@ -211,6 +216,14 @@ def _load(key: tuple[str, str], cache: DomainVectors) -> None:
         cache.retry_at = time.monotonic() + bitcache.RECHECK_SECS
     finally:
         con.close()
+
+
+def _make_room(loading: tuple[str, str], rows: int) -> None:
+    """Drop the least recently searched other caches until they hold MAX_ROWS - `rows` rows or fewer."""
+    with _lock:
+        others = [key for key in _domains if key != loading]
+        while others and sum(_domains[key].size for key in others) + rows > MAX_ROWS:
+            del _domains[others.pop(0)]
 
 
 bitcache.on_forget(forget)
