@@ -187,6 +187,18 @@ def test_a_summarys_line_is_a_repeat_from_summary_repeat_a_changed_value_is_not(
                                  0.73, from_summary=True)
 
 
+def test_a_short_restatement_is_a_repeat_too(tmp_path):
+    """Modelled on cipherbox-phase12-mfa.jsonl (training): a restatement shorter than the semantic tier's 50
+    characters (cosine 0.84, the same subject) met no comparison at all and was stored twice; within its run it
+    meets the session-repeat rule (only that rule: the duplicate rule still ignores texts that short)."""
+    capture(tmp_path / "m.db", transcript(tmp_path, [
+        ("assistant", "The root cause is that Keycloak caches the JWKS, so token checks use an old public key."),
+        ("user", "how do we fix it?"),
+        ("assistant", "Root cause: Keycloak caching the old JWKS.")]))
+    texts = [m["content"] for m in memories(tmp_path / "m.db")]
+    assert sum("JWKS" in t for t in texts) == 1, texts
+
+
 def test_a_restatement_of_the_same_subject_is_a_repeat_a_changed_value_is_not():
     from subcog_store.dedup.session_repeat import is_session_repeat
 

@@ -17,6 +17,7 @@ from subcog_store.errors import DatabaseError, InvalidInput, SubcogError
 from subcog_store.inputs import CaptureRequest, Prepared, prepare_all
 
 if TYPE_CHECKING:
+    from subcog_store.config import Settings
     from subcog_store.dedup.check import CheckResult
     from subcog_store.dedup.write import CaptureResult
 
@@ -144,7 +145,7 @@ class _Kept:
 
     def judge(self, outcome: Outcome) -> None:
         p = outcome.prepared
-        vector = self.core.vectors.cached(p.content_hash) if long_enough(p.content, self.core.settings) else None
+        vector = self.core.vectors.cached(p.content_hash) if _compared(p, self.core.settings) else None
         if vector is None:  # not embedded (an exact repeat, or no model): numpy is not even imported
             return
         import numpy as np
@@ -162,7 +163,8 @@ class _Kept:
                 if sims[j] < floor:
                     break
                 older, sim = members[j].prepared.content, float(sims[j])
-                if (sim >= threshold and judge(older, p.content, sim, phrases).agrees) or \
+                semantic = long_enough(older, self.core.settings) and long_enough(p.content, self.core.settings)
+                if (semantic and sim >= threshold and judge(older, p.content, sim, phrases).agrees) or \
                         (same_session and is_session_repeat(older, p.content, sim, phrases, p.from_summary)):
                     outcome.repeat_of, outcome.similarity = members[j].index, sim
                     return
@@ -189,8 +191,14 @@ def _scope(p: Prepared) -> tuple[str, str]:
     return (p.domain, "*" if p.project_wide else p.namespace)
 
 
+def _compared(p: Prepared, settings: "Settings") -> bool:
+    """Compared by meaning with the batch's other texts: long enough for the semantic tier, or a hook capture
+    (a session's short restatement, "The problem is Web3Auth caching the old JWKS.", still meets the session-repeat
+    rule; only that rule, not the duplicate rule, judges a text under the semantic tier's length)."""
+    return long_enough(p.content, settings) or bool(p.project_wide and p.session_id)
+
+
 def needs_vector(core: Core, outcome: "Outcome") -> bool:
-    """Long enough for the semantic tier, and not stored word for word already."""
+    """Compared by meaning (`_compared`), and not stored word for word already."""
     p = outcome.prepared
-    return long_enough(p.content, core.settings) and exact_tier(core.con, p.content_hash, p.namespace,
-                                                                 p.domain) is None
+    return _compared(p, core.settings) and exact_tier(core.con, p.content_hash, p.namespace, p.domain) is None
