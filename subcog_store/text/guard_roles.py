@@ -163,7 +163,7 @@ def order_check(older: str, newer: str) -> GuardVerdict:
         return verdict   # "A and B run on 1 and 2, respectively": the items' order is the fact
     moved = clauses_in_order(a, b, name_words)
     if moved and not _order_verdict(a, moved, name_words, key_values):
-        return SAME      # a clause moved: "X when Y" / "when Y, X", "X, so Y" / "Y because X"
+        return SAME      # a clause moved: "X when Y" / "when Y, X", "X; Y" / "Y: X"
     for _ in range(LIST_SWAPS):
         swapped = list_items_swapped(a, b, name_words)
         if swapped is None:
