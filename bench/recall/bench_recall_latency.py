@@ -211,6 +211,7 @@ def recall_log(path: Path, tag: str) -> dict:
     import apsw
 
     con = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    con.setbusytimeout(10_000)   # the warm worker may still be writing the last rows
     rows = con.execute("select hook, method, reason, tokens, duration_ms from recall_log where session_id like ?",
                        (tag + "-%",)).fetchall()
     con.close()
