@@ -1,9 +1,9 @@
 """A domain's float vectors kept in memory by long-lived processes, for search's KNN (recall/search.py).
 
 vec0 answers search's KNN by scanning every vector of the domain's partitions: ~5-8 ms at 10,000 memories on this
-machine's 2 cores, while numpy's product of the query with the same vectors held in memory takes ~1 ms. The warm
-worker (which answers the prompt hook) and the MCP server turn this on with the sign-bit caches of
-db/bitcache.py (`bitcache.enable`); a one-shot process never loads a cache, which would cost it more (~60 ms at
+machine's 2 cores, while numpy's product of the query with the same vectors held in memory takes ~1 ms (the whole
+KNN, with SQLite's re-scoring of the candidates, ~1.8 ms). The warm worker (which answers the prompt hook) and the
+MCP server turn this on with the sign-bit caches of db/bitcache.py (`bitcache.enable`); a one-shot process never loads a cache, which would cost it more (~60 ms at
 10k) than it saves. Domains of MIN_ROWS to MAX_ROWS searchable memories are kept (1.5 KB a memory), MAX_ROWS
 in all: loading one drops the least recently searched ones beyond that.
 
