@@ -226,3 +226,13 @@ def test_the_caches_hold_max_rows_in_all(make_store, tiny_embedder, cache_on, mo
     assert vectorcache.lookup(con, "a") is not None    # "a" searched last: "b" is the least recent
     assert vectorcache.warm(con, "c")
     assert {key[1] for key in vectorcache._domains} == {"a", "c"}
+
+
+def test_a_domain_grown_past_max_rows_is_left_to_vec0(vector_store, cache_on, monkeypatch) -> None:
+    monkeypatch.setattr(vectorcache, "MAX_ROWS", 100)
+    con = vector_store.con
+    fill(con, clustered(60, seed=30))
+    assert vectorcache.warm(con, "project")
+    fill(con, clustered(50, seed=31))
+    assert vectorcache.lookup(con, "project") is None
+    assert not vectorcache.warm(con, "project", timeout=30)   # loaded again, found too large

@@ -116,13 +116,13 @@ def lookup(con: apsw.Connection, domain: str) -> DomainVectors | None:
     bitcache.watch(con)
     try:
         with cache.lock:
-            if cache.catch_up(con, domain):
+            if cache.catch_up(con, domain) and cache.size <= MAX_ROWS:
                 return cache
     except apsw.Error:   # e.g. a store opened read-only before migration 011: vec0 still answers
         log.exception("vectorcache: cannot bring the cache up to date")
         cache.ready, cache.retry_at = False, time.monotonic() + bitcache.RECHECK_SECS
         return None
-    log.info("vectorcache: a domain dropped, to load again")
+    log.info("vectorcache: a domain dropped, to load again (or left to vec0 once it has grown past MAX_ROWS)")
     with _lock:
         if _domains.get(key) is cache:
             del _domains[key]
