@@ -154,8 +154,9 @@ def _lead(toks: tuple[str, ...], start: int) -> frozenset[str]:
 
 
 def _free(scope: _Scope, other: _Scope) -> bool:
-    """A negation of one text that could be the other's, reworded: a privative verb, or a negation of words the
-    other text does not say ("is not required" / "works without X")."""
+    """A negation of one text that could be the other's, reworded: a privative verb that reaches nothing the other
+    text affirms ("drop [Python 3.8 support]" / "no longer supported"; not "bypass [Core Kit]" / "goes through Core
+    Kit"), or a negation of words the other text does not say ("is not required" / "works without X")."""
     words = other.negated | other.affirmed
     plain = other.affirmed - other.negated
     return any((not group and not reach & plain) or (group and not group & words)
