@@ -685,6 +685,11 @@ CAUSE_AND_EFFECT = [  # (older, newer, changed): the cause said first or last is
     ("The cache is cold, so the API is slow.", "The cache is cold because the API is slow.", True),
     ("Because the cache is cold, the API is slow.", "The cache is cold because the API is slow.", True),
     ("Since the cache is cold, the API is slow.", "The cache is cold since the API is slow.", True),
+    # a condition and an earlier step likewise
+    ("The API is slow when the cache is cold.", "When the cache is cold, the API is slow.", False),
+    ("If the token expires, the client logs in again.", "The client logs in again when the token expires.", False),
+    ("When the cache is cold, the API is slow.", "When the API is slow, the cache is cold.", True),
+    ("Run the migrations; then start the server.", "Start the server; then run the migrations.", True),
 ]
 
 

@@ -15,6 +15,9 @@ __all__ = ["active_voice", "causes_traded", "clauses_in_order", "CLAUSES_MOVED"]
 CLAUSES_MOVED = 3   # a sentence of at most this many clauses is read again with its clauses in another order
 CLAUSE_PUNCTUATION = frozenset(";:")
 CLAUSE_LEADS = SUBORDINATORS | {"then"}   # clauses moved keep the word that leads them ("when X", "then Y")
+_KINDS = {"since": "because", "when": "if"}
+_FIRST = {("", "so"): (0, "cause"), ("", "because"): (1, "cause"), ("because", ""): (0, "cause"),
+          ("", "if"): (1, "if"), ("if", ""): (0, "if"), ("", "then"): (0, "then")}
 
 
 def active_voice(seq: tuple[str, ...]) -> tuple[str, ...]:
@@ -75,12 +78,15 @@ def clauses_in_order(a: tuple[str, ...], b: tuple[str, ...], name_words: frozens
 
 
 def causes_traded(a: tuple[str, ...], b: tuple[str, ...], name_words: frozenset[str]) -> bool:
-    """The same two clauses in the same places, the cause in one text the effect in the other: "X, so Y" / "X
-    because Y", "because X, Y" / "X because Y"."""
+    """Two clauses that say which comes first (a cause, a condition, an earlier step) where the other text puts
+    the other one first: "X, so Y" / "X because Y", "when X, Y" / "when Y, X", "X; then Y" / "Y; then X"; not
+    "X, so Y" / "Y because X" (the same clauses, each with its role)."""
     parts_a, parts_b = _clauses(a, name_words), _clauses(b, name_words)
-    cause_a, cause_b = _cause(parts_a), _cause(parts_b)
-    return (cause_a is not None and cause_b is not None and cause_a != cause_b
-            and _pairing(parts_a, parts_b, lambda clause: "") == (0, 1))
+    first_a, first_b = _first(parts_a), _first(parts_b)
+    if first_a is None or first_b is None or first_a[1] != first_b[1]:
+        return False
+    order = _pairing(parts_a, parts_b, lambda clause: "")
+    return bool(order) and order[first_a[0]] != first_b[0]
 
 
 def _pairing(parts_a: list[tuple[str, ...]], parts_b: list[tuple[str, ...]], lead: Callable[[tuple[str, ...]], str]
@@ -99,12 +105,12 @@ def _lead(clause: tuple[str, ...]) -> str:
     return clause[0] if clause[0] in CLAUSE_LEADS else ""
 
 
-def _cause(parts: list[tuple[str, ...]]) -> int | None:
-    """Which of two clauses is the cause of the other: "X, so Y" 0, "Y because X" 1, "because X, Y" 0 ("since"
-    likewise; not "so that", a purpose); None for other sentences."""
+def _first(parts: list[tuple[str, ...]]) -> tuple[int, str] | None:
+    """Of two clauses, the one that comes first (the cause: "X, so Y", "Y because X"; the condition: "Y when X";
+    the earlier step: "X; then Y") and the kind of relation; None for other sentences ("so that" is a purpose)."""
     if len(parts) != 2:
         return None
-    kinds = [{"since": "because"}.get(_lead(p), _lead(p)) for p in parts]
-    if kinds == ["", "so"] and parts[1][1:2] != ("that",):
-        return 0
-    return {("", "because"): 1, ("because", ""): 0}.get((kinds[0], kinds[1]))
+    kinds = [_KINDS.get(_lead(p), _lead(p)) for p in parts]
+    if kinds == ["", "so"] and parts[1][1:2] == ("that",):
+        return None
+    return _FIRST.get((kinds[0], kinds[1]))

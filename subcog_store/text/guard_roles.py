@@ -158,7 +158,7 @@ def order_check(older: str, newer: str) -> GuardVerdict:
     if verdict and all(active) and not _order_verdict(*active, name_words, key_values):
         return SAME
     if not verdict and causes_traded(a, b, name_words):
-        return GuardVerdict(True, "order", "cause / effect in the other order")   # "X, so Y" / "X because Y"
+        return GuardVerdict(True, "order", "which comes first: the other clause")   # "X, so Y" / "X because Y"
     if not verdict or "respectively" in a or "respectively" in b:
         return verdict   # "A and B run on 1 and 2, respectively": the items' order is the fact
     moved = clauses_in_order(a, b, name_words)
