@@ -30,6 +30,7 @@ Everything is written to a temporary directory and deleted; nothing is saved in 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
@@ -418,7 +419,16 @@ def worker_section(tmp: Path, base: Path, pre: Path, transcript: Path, reps: int
     complete: dict[str, list[float]] = {k: [] for k in keys}   # request to the capture's end, in the worker
     said_by: dict[str, str] = {}
     whole: dict[str, list[bool]] = {k: [] for k in keys}   # the run did all its work within its budget
-    db, log_file = tmp / "w.db", tmp / "hook.log"
+    log_file = tmp / "hook.log"
+    copies = itertools.count()
+
+    def fresh(source: Path) -> Path:
+        """A copy of `source` under a name of its own: the worker may still write the last one in the background
+        (the session texts it embeds later), and a store file copied over under a writer is a corrupt store."""
+        path = tmp / f"w-{next(copies)}.db"
+        fresh_copy(source, path)
+        return path
+
     fallbacks = 0
     reasons: dict[str, int] = {}
 
@@ -449,7 +459,7 @@ def worker_section(tmp: Path, base: Path, pre: Path, transcript: Path, reps: int
     worker_cli("stop", wenv)
     status = worker_cli("start", wenv)
     for source in (base, pre, base, pre):   # its first requests (not measured)
-        fresh_copy(source, db)
+        db = fresh(source)
         mark = log_file.stat().st_size if log_file.exists() else 0
         run_hook(db, payload(transcript, f"warmup-{uuid.uuid4().hex}"), wenv, installed=True)
         _settled_ms(log_file, mark)
@@ -457,13 +467,13 @@ def worker_section(tmp: Path, base: Path, pre: Path, transcript: Path, reps: int
         log(f"  worker section: warm run {i + 1} of {reps} (load {os.getloadavg()[0]:.1f})")
         times["floor"].append(run_process([sys.executable, "-c", "import json,sys; json.load(sys.stdin)"], b"{}",
                                           local)[0])
-        fresh_copy(base, db)
+        db = fresh(base)
         ms, said_by["a_local"] = run_hook(db, payload(transcript, f"l-{i}"), local)
         times["a_local"].append(ms)
         whole["a_local"].append(new_msg in said_by["a_local"])
-        fresh_copy(base, db)
+        db = fresh(base)
         warm("a_warm", db, payload(transcript, f"w-{i}"), expect=new_msg)
-        fresh_copy(pre, db)
+        db = fresh(pre)
         ms, said_by["b_local"] = run_hook(db, payload(transcript, f"lb-{i}"), local)
         times["b_local"].append(ms)
         whole["b_local"].append(rep_msg in said_by["b_local"])
@@ -477,11 +487,11 @@ def worker_section(tmp: Path, base: Path, pre: Path, transcript: Path, reps: int
     first_reps = max(3, min(reps, 6))
     for i in range(first_reps):
         log(f"  worker section: first call {i + 1} of {first_reps} (load {os.getloadavg()[0]:.1f})")
-        fresh_copy(base, db)
+        db = fresh(base)
         ms, words = run_hook(db, payload(transcript, f"fl-{i}"), local)
         times["a_local"].append(ms)
         whole["a_local"].append(new_msg in words)
-        fresh_copy(base, db)
+        db = fresh(base)
         ms, said_by["a_first"] = run_hook(db, payload(transcript, f"f-{i}"), wenv, installed=True)
         times["a_first"].append(ms)
         whole["a_first"].append(new_msg in said_by["a_first"])
