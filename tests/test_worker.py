@@ -495,6 +495,25 @@ def test_the_in_process_repeat_path_loads_neither_numpy_nor_the_model(rt):
     assert "subcog_store.store" in modules and not modules & {"numpy", "onnxruntime", "tokenizers"}
 
 
+def test_the_in_process_prompt_hook_loads_neither_numpy_nor_the_model(rt):
+    """Without a worker the prompt hook answers from the text side: numpy (~100 ms of CPU to import) and the model
+    stay unloaded, and the memory that answers the prompt is still injected."""
+    env = rt.with_env(SUBCOG_WORKER_ENABLED="false")
+    db = rt.tmp / "s.db"
+    output(hook(env, db, payload(sample(rt.tmp, "session-a"))))
+    code = ("import sys; from subcog_store.cli.main import main; sys.argv = ['subcog-store'] + sys.argv[1:]; "
+            "main(); print(' '.join(sorted(sys.modules)), file=sys.stderr)")
+    prompt = json.dumps({"session_id": "later", "transcript_path": "/x.jsonl", "cwd": "/home/dev/shop",
+                         "hook_event_name": "UserPromptSubmit",
+                         "prompt": "How do we pool the Postgres connections, PgBouncer in transaction mode?"}).encode()
+    proc = subprocess.run([sys.executable, "-c", code, "--db", str(db), "hook", "user-prompt-submit"], input=prompt,
+                          capture_output=True, env=env, timeout=60)
+    out = proc.stdout.decode()   # stderr holds the module list: output() would refuse it
+    assert proc.returncode == 0 and hook_output_problems("UserPromptSubmit", out) == [] and "PgBouncer" in out, out
+    modules = set(proc.stderr.decode().split())
+    assert "subcog_store.recall.search" in modules and not modules & {"numpy", "onnxruntime", "tokenizers"}
+
+
 # -- faults -------------------------------------------------------------------------------------------------------
 def test_a_stale_socket_is_replaced(rt):
     os.makedirs(rt.paths.dir, mode=0o700, exist_ok=True)

@@ -25,6 +25,15 @@ def of_memory(con: "apsw.Connection", memory_id: str) -> bytes | None:
     return bytes(row[0]) if row and row[0] else None
 
 
+def similarity(blob: bytes, vector) -> float:
+    """A stored vector's dot product with a query vector (the cosine: both are unit vectors). numpy is imported on
+    the first call, not with this module: a search without a query vector (a hook in process, text side only) never
+    pays its import (~100 ms of CPU)."""
+    import numpy as np
+
+    return float(np.frombuffer(blob, dtype=np.float32) @ vector)
+
+
 def of_memories(con: "apsw.Connection", memory_ids: list[str]) -> dict[str, bytes]:
     """Several memories' stored vectors by id (as `of_memory`, one query); a memory without one is absent."""
     if not memory_ids:

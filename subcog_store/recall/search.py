@@ -214,8 +214,6 @@ def _whole_memories(store: "Store", hits: list[Hit]) -> list[Hit]:
 def _hits(store: "Store", vector, vector_ids: list[tuple[str, float]], text_ids: list[str],
           memories: dict[str, "Memory | db_search.Candidate"]) -> dict[str, Hit]:
     """One Hit per candidate, with each side's rank; a text-side candidate gets its cosine from its vector."""
-    import numpy as np
-
     hits: dict[str, Hit] = {}
     for rank, (mid, sim) in enumerate(vector_ids, start=1):
         if mid in memories and mid not in hits:
@@ -228,19 +226,16 @@ def _hits(store: "Store", vector, vector_ids: list[tuple[str, float]], text_ids:
         hit = hits.setdefault(mid, Hit(memories[mid]))
         hit.text_rank = hit.text_rank or rank
         if hit.similarity is None and mid in blobs:
-            hit.similarity = float(np.frombuffer(blobs[mid], dtype=np.float32) @ vector)
+            hit.similarity = vectors.similarity(blobs[mid], vector)
     return hits
 
 
 def _with_retired(store: "Store", vector, vector_ids: list[tuple[str, float]], text_ids: list[str]
                   ) -> list[tuple[str, float]]:
     """Retired memories have no searchable vector: their parked one places them on the vector side too."""
-    import numpy as np
-
     known = {mid for mid, _ in vector_ids}
     blobs = vectors.of_memories(store.con, [mid for mid in dict.fromkeys(text_ids) if mid not in known])
-    extra = [(mid, float(np.frombuffer(blobs[mid], dtype=np.float32) @ vector))
-             for mid in text_ids if mid not in known and mid in blobs]
+    extra = [(mid, vectors.similarity(blobs[mid], vector)) for mid in text_ids if mid not in known and mid in blobs]
     return sorted(vector_ids + extra, key=lambda pair: -pair[1])
 
 

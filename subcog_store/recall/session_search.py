@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
-from subcog_store.db import session_text
+from subcog_store.db import session_text, vectors
 from subcog_store.db.connection import read_snapshot
 from subcog_store.recall.scopes import search_with_user_scope
 from subcog_store.recall import fusion
@@ -77,8 +77,6 @@ class AllResults:
 def search_session_text(store: "Core", query: str, *, domain: str, limit: int = 8, use_model: bool = True,
                         exclude_session: str | None = None) -> list[SessionHit]:
     """The `limit` session texts of `domain` that best match `query` (scored as recall.fusion scores memories)."""
-    import numpy as np
-
     text = clean_query(query)
     vector = None
     if use_model and store.settings.dedup_semantic_enabled:
@@ -105,7 +103,7 @@ def search_session_text(store: "Core", query: str, *, domain: str, limit: int = 
                 h.text_rank = h.text_rank or rank
                 blob = session_text.vector_of(store.con, i) if h.similarity is None and vector is not None else None
                 if blob:
-                    h.similarity = float(np.frombuffer(blob, dtype=np.float32) @ vector)
+                    h.similarity = vectors.similarity(blob, vector)
     significant = significant_tokens(text)
     kept = [h for h in hits.values() if not (exclude_session and h.session_id == exclude_session)]
     for h in kept:
