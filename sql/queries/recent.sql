@@ -1,16 +1,16 @@
 -- name: find_recent_capture
--- Captures of this content in the scope stamped since the window opened, newest first by insertion (recent
--- tier); the caller ignores those stamped after now (a clock that went back).
+-- Captures of this content in the scope stamped since the window opened (recent tier), by the lookup index
+-- alone: the caller orders them by insertion (id), usually one row, cheaper than a sort here (no ORDER BY: SQLite
+-- would build a temporary b-tree for it), and ignores those stamped after now (a clock that went back).
 select
+  id,
   memory_id,
   captured_at
 from recent_captures
 where content_hash = :content_hash
   and namespace = :namespace
   and domain = :domain
-  and captured_at >= :since
-order by id desc
-limit 16;
+  and captured_at >= :since;
 
 -- name: insert_recent_capture
 -- Remember a capture for the recent window; the trigger prunes by age and capacity.

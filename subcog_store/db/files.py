@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import time
+from functools import lru_cache
 from pathlib import Path
 
 from subcog_store.config import is_postgres
@@ -34,7 +35,15 @@ def file_id(path: str | os.PathLike) -> tuple[int, int] | None:
 
 def marker_path(db: str | os.PathLike) -> Path | None:
     """`<db>-damaged`; None for a store that is no file (in memory, on PostgreSQL: the server keeps its own)."""
-    return None if str(db) in ("", ":memory:") or is_postgres(db) else Path(f"{db}-damaged")
+    marker = _marker(str(db))
+    return None if marker is None else Path(marker)
+
+
+@lru_cache(maxsize=64)
+def _marker(db: str) -> str | None:
+    # Cached by the database's name: every write transaction asks (`damaged`), and building the Path each time
+    # cost several times the stat itself.
+    return None if db in ("", ":memory:") or is_postgres(db) else f"{db}-damaged"
 
 
 def note_damage(db: str | os.PathLike, error: BaseException) -> DatabaseDamaged | None:
@@ -64,11 +73,13 @@ def record_damage(db: str | os.PathLike, detail: str) -> None:
 
 def damaged(db: str | os.PathLike) -> str | None:
     """The recorded error when the file now at `db` was found damaged, else None (one stat when there is none)."""
-    path = marker_path(db)
-    if path is None:
+    marker = _marker(str(db))
+    if marker is None:
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        os.lstat(marker)   # the usual answer, no record: one stat, no file object
+        with open(marker, encoding="utf-8") as f:
+            data = json.loads(f.read())
         owner = (int(data["file"][0]), int(data["file"][1]))
         detail = str(data["error"])
     except FileNotFoundError:

@@ -5,6 +5,7 @@ Writes run inside the caller's write transaction.
 """
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from subcog_store.db.connection import dict_rows
@@ -13,14 +14,18 @@ from subcog_store.db.sqlfiles import q
 if TYPE_CHECKING:
     import apsw
 
+IN_WINDOW_ROWS = 16   # the recent tier looks at the newest 16 captures of one content (issue 29: a clock gone back)
+
 
 def in_window(con: "apsw.Connection", content_hash: str, namespace: str, domain: str, since: float
               ) -> list[tuple[str | None, float]]:
-    """(memory id, captured at) of the captures of this content in the scope stamped since `since`, newest first
-    by insertion (the recent tier; the caller leaves out those stamped in the future)."""
+    """(memory id, captured at) of the newest IN_WINDOW_ROWS captures of this content in the scope stamped since
+    `since`, newest first by insertion (the recent tier; the caller leaves out those stamped in the future)."""
     rows = con.execute(q("find_recent_capture"), {"content_hash": content_hash, "namespace": namespace,
-                                                   "domain": domain, "since": since})
-    return [(row[0], row[1]) for row in rows]
+                                                   "domain": domain, "since": since}).fetchall()
+    if len(rows) > 1:
+        rows.sort(key=itemgetter(0), reverse=True)
+    return [(row[1], row[2]) for row in rows[:IN_WINDOW_ROWS]]
 
 
 def record(con: "apsw.Connection", content_hash: str, memory_id: str | None, namespace: str, domain: str,
