@@ -11,6 +11,7 @@ from subcog_store.db.sqlfiles import q
 
 if TYPE_CHECKING:
     import apsw
+    import numpy
 
 
 def searchable(con: "apsw.Connection", seq: int) -> bytes | None:
@@ -25,7 +26,7 @@ def of_memory(con: "apsw.Connection", memory_id: str) -> bytes | None:
     return bytes(row[0]) if row and row[0] else None
 
 
-def similarity(blob: bytes, vector) -> float:
+def similarity(blob: bytes, vector: "numpy.ndarray") -> float:
     """A stored vector's dot product with a query vector (the cosine: both are unit vectors). numpy is imported on
     the first call, not with this module: a search without a query vector (a hook in process, text side only) never
     pays its import (~100 ms of CPU)."""
