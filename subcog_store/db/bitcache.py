@@ -99,8 +99,10 @@ def on_clear(fn: Callable[[], None]) -> None:
     _also_clear.append(fn)
 
 
-class ScopeBits:
-    """The sign bits of one (database, namespace, domain), words in columns, grown by doubling."""
+class LoggedRows:
+    """Rows of a store kept in memory in step with `bits_log`, by memory seq: a superset of what any connection
+    of this process sees (rows that left stay until the next load; a rewritten row is appended again). A subclass
+    holds the rows themselves (`fill`, `append`)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -110,6 +112,48 @@ class ScopeBits:
         self.mark: tuple | None = None  # ... and the memory it logged: it must still be there, the same
         self.size = 0
         self.seqs = np.empty(0, dtype=np.int64)
+
+    def append(self, seq: int, row: bytes) -> None:
+        raise NotImplementedError
+
+    def follow_log(self, con: apsw.Connection, query: str, params: dict) -> bool:
+        """Append the rows `query` logged after the revision read last, up to the newest `con` sees; False when
+        the cache cannot be brought up to date and must load again: the entry it read last is gone or another (the
+        log was pruned past it, a rollback gave its revision to another row, the file was replaced) or `con` sees
+        an older log than the cache has read."""
+        with read_snapshot(con):
+            newest = con.execute(q("bits_log_newest")).fetchone()[0]
+            if self.rev and log_entry(con, self.rev) != self.mark:
+                return False
+            if newest <= self.rev:
+                return newest == self.rev
+            for _, seq, row in con.execute(q(query), {**params, "after": self.rev, "upto": newest}):
+                self.append(seq, row)
+            self.rev, self.mark = newest, log_entry(con, newest)
+        return True
+
+
+def read_logged_rows(con: apsw.Connection, size_query: str, rows_query: str, params: dict,
+                     wanted: Callable[[int], bool]) -> tuple[array, bytearray, int, tuple | None] | None:
+    """A cache's first load, in one snapshot: the newest bits_log revision and its mark, then every (seq, row)
+    of `rows_query`; None when `wanted(size)` refuses the size `size_query` counts."""
+    seqs, rows = array("q"), bytearray()
+    with read_snapshot(con):
+        newest = con.execute(q("bits_log_newest")).fetchone()[0]
+        mark = log_entry(con, newest)
+        if not wanted(con.execute(q(size_query), params).fetchone()[0]):
+            return None
+        for seq, row in con.execute(q(rows_query), params):
+            seqs.append(seq)
+            rows += row
+    return seqs, rows, newest, mark
+
+
+class ScopeBits(LoggedRows):
+    """The sign bits of one (database, namespace, domain), words in columns, grown by doubling."""
+
+    def __init__(self) -> None:
+        super().__init__()
         self.words = np.empty((WORDS, 0), dtype=np.uint64)
 
     def fill(self, seqs: array, bits: bytearray, rev: int, mark: tuple | None) -> None:
@@ -129,22 +173,10 @@ class ScopeBits:
         self.size += 1
 
     def catch_up(self, con: apsw.Connection, namespace: str, domain: str) -> bool:
-        """Bring the cache up to what `con` sees; False when it cannot be and must load again: the entry it read
-        last is gone or another (the log was pruned past it, a rollback gave its revision to another row, the
-        file was replaced) or `con` sees an older log than the cache has read."""
+        """Bring the cache up to what `con` sees (SQLite: `follow_log`); False when it must load again."""
         if is_postgres_connection(con):
             return self._catch_up_postgres(con, namespace, domain)
-        with read_snapshot(con):
-            newest = con.execute(q("bits_log_newest")).fetchone()[0]
-            if self.rev and log_entry(con, self.rev) != self.mark:
-                return False
-            if newest <= self.rev:
-                return newest == self.rev
-            for _, seq, bits in con.execute(q("bits_since"), {"namespace": namespace, "domain": domain,
-                                                               "after": self.rev, "upto": newest}):
-                self.append(seq, bits)
-            self.rev, self.mark = newest, log_entry(con, newest)
-        return True
+        return self.follow_log(con, "bits_since", {"namespace": namespace, "domain": domain})
 
     def _catch_up_postgres(self, con, namespace: str, domain: str) -> bool:
         """The scope's own log from the revision read last (one statement: one snapshot)."""
@@ -288,20 +320,14 @@ def _load(key: tuple[str, str, str], scope: ScopeBits, path: str) -> None:
                 scope.fill(*loaded)
             log.info("bitcache: loaded %d rows in %.2f s", scope.size, time.monotonic() - started)
             return
-        seqs, bits = array("q"), bytearray()
-        with read_snapshot(con):
-            newest = con.execute(q("bits_log_newest")).fetchone()[0]
-            mark = log_entry(con, newest)
-            params = {"namespace": namespace, "domain": domain}
-            if con.execute(q("scope_size"), params).fetchone()[0] < MIN_ROWS:
-                scope.retry_at = time.monotonic() + RECHECK_SECS
-                return
-            for seq, row_bits in con.execute(q("scope_bits"), params):
-                seqs.append(seq)
-                bits += row_bits
+        read = read_logged_rows(con, "scope_size", "scope_bits", {"namespace": namespace, "domain": domain},
+                                lambda size: size >= MIN_ROWS)
+        if read is None:
+            scope.retry_at = time.monotonic() + RECHECK_SECS
+            return
         with scope.lock:
-            scope.fill(seqs, bits, newest, mark)
-        log.info("bitcache: loaded %d rows in %.2f s", len(seqs), time.monotonic() - started)
+            scope.fill(*read)
+        log.info("bitcache: loaded %d rows in %.2f s", scope.size, time.monotonic() - started)
     except Exception:
         log.exception("bitcache: load failed")
         scope.retry_at = time.monotonic() + RECHECK_SECS

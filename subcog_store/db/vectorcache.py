@@ -31,7 +31,7 @@ import apsw
 import numpy as np
 
 from subcog_store.db import bitcache
-from subcog_store.db.connection import connect, read_snapshot
+from subcog_store.db.connection import connect
 from subcog_store.db.sqlfiles import q
 from subcog_store.postgres.adapter import is_postgres_connection
 
@@ -47,18 +47,11 @@ _lock = threading.Lock()
 _domains: "OrderedDict[tuple[str, str], DomainVectors]" = OrderedDict()   # least recently searched first
 
 
-class DomainVectors:
-    """The float vectors of one (database, domain), one row each, grown by an eighth at a time (a superset: rows that
-    left stay until the next load; a rewritten vector is appended again)."""
+class DomainVectors(bitcache.LoggedRows):
+    """The float vectors of one (database, domain), one row each, grown by an eighth at a time."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.ready = False
-        self.retry_at = 0.0
-        self.rev = 0                    # the newest bits_log revision read
-        self.mark: tuple | None = None  # ... and the memory it logged: it must still be there, the same
-        self.size = 0
-        self.seqs = np.empty(0, dtype=np.int64)
+        super().__init__()
         self.matrix = np.empty((0, DIMENSIONS), dtype=np.float32)
 
     def fill(self, seqs: array, vectors: bytearray, rev: int, mark: tuple | None) -> None:
@@ -78,19 +71,8 @@ class DomainVectors:
         self.size += 1
 
     def catch_up(self, con: apsw.Connection, domain: str) -> bool:
-        """Bring the cache up to what `con` sees; False when it cannot be and must load again (as
-        `bitcache.ScopeBits.catch_up`)."""
-        with read_snapshot(con):
-            newest = con.execute(q("bits_log_newest")).fetchone()[0]
-            if self.rev and bitcache.log_entry(con, self.rev) != self.mark:
-                return False
-            if newest <= self.rev:
-                return newest == self.rev
-            for _, seq, vector in con.execute(q("domain_vectors_since"), {"domain": domain, "after": self.rev,
-                                                                           "upto": newest}):
-                self.append(seq, vector)
-            self.rev, self.mark = newest, bitcache.log_entry(con, newest)
-        return True
+        """Bring the cache up to what `con` sees (`follow_log`); False when it must load again."""
+        return self.follow_log(con, "domain_vectors_since", {"domain": domain})
 
     def scores(self, query: np.ndarray) -> np.ndarray:
         """The cosine of the query with every cached row (float32). einsum, not BLAS: OpenBLAS runs a product this
@@ -197,20 +179,15 @@ def _load(key: tuple[str, str], cache: DomainVectors) -> None:
         cache.retry_at = time.monotonic() + bitcache.RECHECK_SECS
         return
     try:
-        seqs, vectors = array("q"), bytearray()
-        with read_snapshot(con):
-            newest = con.execute(q("bits_log_newest")).fetchone()[0]
-            mark = bitcache.log_entry(con, newest)
-            if not MIN_ROWS <= con.execute(q("domain_size"), {"domain": domain}).fetchone()[0] <= MAX_ROWS:
-                cache.retry_at = time.monotonic() + bitcache.RECHECK_SECS
-                return
-            for seq, vector in con.execute(q("domain_vectors"), {"domain": domain}):
-                seqs.append(seq)
-                vectors += vector
-        _make_room(key, len(seqs))
+        read = bitcache.read_logged_rows(con, "domain_size", "domain_vectors", {"domain": domain},
+                                         lambda size: MIN_ROWS <= size <= MAX_ROWS)
+        if read is None:
+            cache.retry_at = time.monotonic() + bitcache.RECHECK_SECS
+            return
+        _make_room(key, len(read[0]))
         with cache.lock:
-            cache.fill(seqs, vectors, newest, mark)
-        log.info("vectorcache: loaded %d rows in %.2f s", len(seqs), time.monotonic() - started)
+            cache.fill(*read)
+        log.info("vectorcache: loaded %d rows in %.2f s", cache.size, time.monotonic() - started)
     except Exception:
         log.exception("vectorcache: load failed")
         cache.retry_at = time.monotonic() + bitcache.RECHECK_SECS
