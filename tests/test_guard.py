@@ -237,8 +237,8 @@ SYNONYM_PAIRS = [
 
 
 @pytest.mark.parametrize("older,newer", SYNONYM_PAIRS)
-def test_a_slot_filled_with_a_synonym_is_no_changed_fact(older: str, newer: str) -> None:
-    assert changed_fact(older, newer).reason == "substitution"  # without the model: the safe side
+def test_a_slot_filled_with_a_synonym_is_no_changed_fact(older: str, newer: str, no_lexicon) -> None:
+    assert changed_fact(older, newer).reason == "substitution"  # without the model nor WordNet: the safe side
     for a, b in ((older, newer), (newer, older)):
         assert not changed_fact(a, b, Phrases()).changed
         verdict = judge(a, b, 0.95, Phrases())
@@ -276,7 +276,7 @@ def test_a_slot_the_model_does_not_call_a_synonym_is_a_changed_fact(older: str, 
     assert changed_fact(older, newer, Phrases()).reason == "substitution"
 
 
-def test_the_model_is_asked_only_when_its_answer_matters() -> None:
+def test_the_model_is_asked_only_when_its_answer_matters(no_lexicon) -> None:
     phrases = Phrases()
     judge("Store timestamps in UTC.", "Timestamps are stored in UTC.", 0.95, phrases)       # enough shared words
     judge("The cache TTL is 5 minutes.", "The cache TTL is 10 minutes.", 0.98, phrases)     # a changed number
@@ -329,7 +329,7 @@ def test_order_rules_are_symmetric_and_never_flag_a_text_against_itself(words: l
     assert changed_fact(text, shuffled).changed == changed_fact(shuffled, text).changed
 
 
-def test_a_failing_model_leaves_the_verdict_on_the_safe_side() -> None:
+def test_a_failing_model_leaves_the_verdict_on_the_safe_side(no_lexicon) -> None:
     def broken(p: str, q: str) -> float:
         raise RuntimeError("model gone")
     a, b = SYNONYM_PAIRS[0]

@@ -20,8 +20,8 @@ PhraseSimilarity = Callable[[str, str], float]
 Verdict = Callable[[str, str, float, "PhraseSimilarity | None"], tuple[bool, str | None]]
 
 
-ORDER = ("guard_words", "guard_tokens", "guard_numbers", "guard_lists", "guard_clauses", "guard_roles",
-         "guard_polarity")   # dependencies first; guard.py last
+ORDER = ("guard_words", "guard_tokens", "guard_lexicon", "guard_numbers", "guard_lists", "guard_clauses",
+         "guard_roles", "guard_polarity")   # dependencies first; guard.py last
 
 
 def _files(commit: str) -> list[str]:

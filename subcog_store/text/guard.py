@@ -15,7 +15,7 @@ from difflib import SequenceMatcher
 from functools import lru_cache
 from typing import Callable, Sequence
 
-from subcog_store.text import guard_polarity, guard_tokens
+from subcog_store.text import guard_lexicon, guard_polarity, guard_tokens
 from subcog_store.text.guard_numbers import date_check, number_check, unit_check
 from subcog_store.text.guard_polarity import polarity
 from subcog_store.text.guard_roles import order_check
@@ -164,6 +164,12 @@ def _synonym(phrase_similarity: PhraseSimilarity, p: str, q: str) -> bool:
         return False
 
 
+def _lexicon_synonyms(words_a: list[str], words_b: list[str]) -> bool:
+    """Each word of one slot has a WordNet synonym in the other ("kids" / "children", "kept" / "preserved")."""
+    return (all(any(guard_lexicon.synonyms(x, y) for y in words_b) for x in words_a)
+            and all(any(guard_lexicon.synonyms(y, x) for x in words_a) for y in words_b))
+
+
 def _edited_span(ta: tuple[str, ...], tb: tuple[str, ...]) -> int:
     """The fewest words of either text that one replaced slot would have to cover: each text's length less the
     common prefix and suffix (a lower bound on a single replace's size)."""
@@ -200,7 +206,8 @@ def _substitution_check(ta: tuple[str, ...], tb: tuple[str, ...], named: frozens
     stems_a, stems_b = {stem(w) for w in set_a}, {stem(w) for w in set_b}
     if any(_covered(w, set_b, stems_b) for w in words_a) or any(_covered(w, set_a, stems_a) for w in words_b):
         return SAME
-    if (phrase_similarity is not None and not named.intersection(ta[i1:i2] + tb[j1:j2])
+    if not named.intersection(ta[i1:i2] + tb[j1:j2]) and (
+            _lexicon_synonyms(words_a, words_b) or phrase_similarity is not None
             and _synonym(phrase_similarity, _phrase(ta, i1, i2), _phrase(tb, j1, j2))):
         return SAME
     return GuardVerdict(True, "substitution", f"{' '.join(ta[i1:i2])} vs {' '.join(tb[j1:j2])}")

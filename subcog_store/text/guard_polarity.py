@@ -15,6 +15,7 @@ import itertools
 from dataclasses import dataclass
 from functools import lru_cache
 
+from subcog_store.text import guard_lexicon
 from subcog_store.text.guard_tokens import NUM, SAME, GuardVerdict, clause_tokens, stem
 from subcog_store.text.guard_words import (
     BE, BOUNDARY, LINKS, NEGATION_PHRASES, NEGATORS, NOT_NEGATING, OPPOSITES, PREFERENCE, PREPOSITIONS, PRIVATIVE,
@@ -24,6 +25,7 @@ __all__ = ["polarity", "negations", "clear_caches"]
 
 SCOPE_REACH = 4   # a negation reaches at most this many tokens to the word it negates (training sets, docs/guard.md)
 LEAD_REACH = 8    # ... and its subject stands at most this many tokens before it (coding train, docs/guard.md)
+ANTONYM_NEGATED = 3   # a WordNet antonym this many tokens after a negator is no opposite ("not available")
 _CUES = NEGATORS | PRIVATIVE
 _CONDITION_NEGATORS = frozenset({"without", "unless"})
 _OBJECT_NEGATORS = frozenset({"nothing", "none"})   # as the object, they negate the verb before them
@@ -186,7 +188,30 @@ def _opposite(ta: tuple[str, ...], tb: tuple[str, ...]) -> str | None:
         for opp in sorted(_OPPOSITE.get(w, ())):
             if opp in words_b and opp not in words_a:
                 return f"{words_a[w]} vs {words_b[opp]}"
+    return _lexicon_opposite(ta, tb)
+
+
+def _lexicon_opposite(ta: tuple[str, ...], tb: tuple[str, ...]) -> str | None:
+    """A word of one text whose WordNet antonym only the other text writes ("cheap" / "expensive"), neither of
+    the two under a negation ("not available" / "unavailable" is one fact) nor beside its own antonym."""
+    content_a, content_b = _plain_words(ta), _plain_words(tb)
+    only_b = sorted(content_b - content_a)
+    for x in sorted(w for w in content_a - content_b if guard_lexicon.has_antonyms(w)):
+        for y in only_b:
+            if (guard_lexicon.antonyms(x, y) and not _negated(ta, x) and not _negated(tb, y)
+                    and not any(guard_lexicon.antonyms(x, z) for z in content_a)):
+                return f"{x} vs {y}"
     return None
+
+
+def _plain_words(toks: tuple[str, ...]) -> set[str]:
+    return {t for t in toks if len(t) > 2 and t.isalpha() and t not in STOPWORDS and t not in NEGATORS}
+
+
+def _negated(toks: tuple[str, ...], word: str) -> bool:
+    """`word` follows a negator within ANTONYM_NEGATED tokens somewhere in the text."""
+    return any(t == word and any(n in NEGATORS for n in toks[max(0, i - ANTONYM_NEGATED):i])
+               for i, t in enumerate(toks))
 
 
 def polarity(older: str, newer: str, ta: tuple[str, ...], tb: tuple[str, ...]) -> GuardVerdict:
