@@ -196,6 +196,8 @@ def _lexicon_opposite(ta: tuple[str, ...], tb: tuple[str, ...]) -> str | None:
     the two under a negation ("not available" / "unavailable" is one fact) nor beside its own antonym."""
     content_a, content_b = _plain_words(ta), _plain_words(tb)
     only_b = sorted(content_b - content_a)
+    if not only_b:
+        return None   # nothing for a word of the first text to be opposed to: spare the lookups
     for x in sorted(w for w in content_a - content_b if guard_lexicon.has_antonyms(w)):
         for y in only_b:
             if (guard_lexicon.antonyms(x, y) and not _negated(ta, x) and not _negated(tb, y)
