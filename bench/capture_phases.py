@@ -1,6 +1,7 @@
 """Where a capture's CPU goes at 10k, this checkout beside a baseline tree: `python -m bench.capture_phases`.
 
     python -m bench.capture_phases --baseline ../wt-22-base [--baseline TREE ...] [--rounds 4] [--captures 100]
+        [--off] [--dump DIR]
 
 Each round runs one child per tree (A B C, C B A, ...), with that tree's own `.venv` and code: it builds bench_store's
 store (corpus sentences, one namespace, that tree's schema), loads the model, embeds bench_store's capture texts
@@ -10,18 +11,31 @@ wrapped to add up their CPU (the changed-facts look-up `db.search.nearest_curren
 `text.changes.supersedes` as `dedup/outdated.py` calls it, the whole `find_outdated`, `link_outdated`, the
 duplicate check, the write): a phase a tree does not have is blank. The embedding cache of the corpus is the
 last baseline's bench/out unless SUBCOG_BENCH_EMBED_CACHE says otherwise (a tree without that variable uses its own).
+
+`--off` adds a third kind of run, this checkout with the changed-facts step switched off in the benchmark only
+(`dedup.outdated.find_outdated` replaced by one that finds nothing; there is no product switch): what the capture
+costs without issue 24's feature, to tell its cost from the rest. `--dump DIR` writes each run's decisions (the
+decision log and the memories, times left out, ids by insertion rank: bench/same_outputs.py's `dump`) to
+DIR/<run>-<round>.txt, so two checkouts' decisions and links on the same captures can be compared line by line.
+Both need a tree with the changed-facts step; the child runs with PYTHONHASHSEED=0 (the judge iterates sets).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
+import apsw
+
+from bench.same_outputs import ISO_TIME, TIME_NAME
+
 ROOT = Path(__file__).resolve().parents[1]
+EPOCH_TIME = re.compile(r'(\w+_at\\?"): -?[0-9][0-9.e+-]*')   # also inside a JSON text (\")
 
 CHILD = r"""
 import json, sys, time
@@ -29,8 +43,11 @@ from pathlib import Path
 import numpy as np
 from bench import bench_store as bs, corpus as corpus_mod
 
-size, captures, path = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
+size, captures, path, off = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3]), sys.argv[4] == "off"
 acc = {}
+if off:   # the changed-facts step switched off, in this benchmark only
+    import subcog_store.dedup.outdated as outdated_mod
+    outdated_mod.find_outdated = lambda *a, **k: []
 
 def wrap(module, name, key):
     try:
@@ -52,6 +69,32 @@ wrap("subcog_store.dedup.outdated", "find_outdated", "find_outdated (look-up + j
 wrap("subcog_store.dedup.outdated", "link_outdated", "link_outdated (in the write)")
 wrap("subcog_store.dedup.write", "_check", "duplicate check")
 wrap("subcog_store.dedup.write", "_apply", "write transaction")
+wrap("subcog_store.dedup.write", "revalidate", "of which the re-check under the write lock (revalidate)")
+wrap("subcog_store.db.memories", "insert", "of which the row insert (memories.insert)")
+try:   # the write lock's enter (marker, BEGIN IMMEDIATE) and its exit (COMMIT), apart
+    import contextlib
+    import subcog_store.dedup.write as write_mod
+    real_immediate = write_mod.immediate
+    @contextlib.contextmanager
+    def timed_immediate(*a, **k):
+        t0 = time.process_time()
+        cm = real_immediate(*a, **k)
+        con = cm.__enter__()
+        acc["of which BEGIN + lock (immediate enter)"] = acc.get("of which BEGIN + lock (immediate enter)", 0.0) + \
+            time.process_time() - t0
+        try:
+            yield con
+        except BaseException:
+            if not cm.__exit__(*sys.exc_info()):
+                raise
+        else:
+            t0 = time.process_time()
+            cm.__exit__(None, None, None)
+            acc["of which COMMIT (immediate exit)"] = acc.get("of which COMMIT (immediate exit)", 0.0) + \
+                time.process_time() - t0
+    write_mod.immediate = timed_immediate
+except (ImportError, AttributeError):
+    pass
 corpus = corpus_mod.build(100_000)
 vectors, _, _ = corpus_mod.embeddings(corpus, size, log=lambda *a, **k: None)
 bs.build_store(path, corpus.sentences[:size], np.ascontiguousarray(vectors[:size]))
@@ -73,6 +116,15 @@ if "_apply" in Store.__dict__:   # a tree before the capture service (f205264): 
         finally:
             acc["duplicate check"] = acc.get("duplicate check", 0.0) + time.process_time() - t0
     Store._check = _check
+    orig_revalidate = Store._revalidate
+    def _revalidate(self, *a, **k):
+        t0 = time.process_time()
+        try:
+            return orig_revalidate(self, *a, **k)
+        finally:
+            key = "of which the re-check under the write lock (revalidate)"
+            acc[key] = acc.get(key, 0.0) + time.process_time() - t0
+    Store._revalidate = _revalidate
 store = Store(path)
 store.check_duplicate("A warm-up sentence that loads the embedding model before anything is timed, number 0.",
                       bs.NAMESPACE, log_check=False)
@@ -120,13 +172,33 @@ print(json.dumps({"ms": {k: v * 1000 / captures for k, v in out.items()}, "decis
 """
 
 
-def run_child(tree: Path, size: int, captures: int, env: dict[str, str]) -> dict:
-    db = ROOT / "bench" / "out" / f"capture-phases-{tree.name}.db"
+def decisions(db: Path) -> str:
+    """The decision log and the memories of a run's store, one row a line: times left out, ids by insertion rank."""
+    con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    ids = {mid: f"<m{n}>" for n, (mid,) in enumerate(con.execute("SELECT id FROM memories ORDER BY seq"))}
+    lines = []
+    for table, order in (("dedup_log", "id"), ("memories", "seq")):
+        names = [row[1] for row in con.execute(f"PRAGMA table_info({table})")]
+        for row in con.execute(f"SELECT * FROM {table} ORDER BY {order}"):
+            kept = {n: v for n, v in zip(names, row) if not TIME_NAME.search(n) and n != "seq"}
+            lines.append(f"{table}: {json.dumps(kept, sort_keys=True, ensure_ascii=False, default=repr)}")
+    con.close()
+    text = EPOCH_TIME.sub(r"\1: <time>", ISO_TIME.sub("<time>", "\n".join(lines)))   # times in the undo JSON too
+    for mid, label in ids.items():
+        text = text.replace(mid, label)
+    return text + "\n"
+
+
+def run_child(tree: Path, size: int, captures: int, env: dict[str, str], off: bool = False, dump: str = "") -> dict:
+    db = ROOT / "bench" / "out" / f"capture-phases-{tree.name}{'-off' if off else ''}.db"
     db.parent.mkdir(parents=True, exist_ok=True)
     for suffix in ("", "-wal", "-shm"):
         Path(str(db) + suffix).unlink(missing_ok=True)
-    proc = subprocess.run([str(tree / ".venv" / "bin" / "python"), "-c", CHILD, str(size), str(captures), str(db)],
-                          cwd=tree, env=env | {"PYTHONPATH": str(tree)}, capture_output=True, text=True)
+    proc = subprocess.run([str(tree / ".venv" / "bin" / "python"), "-c", CHILD, str(size), str(captures), str(db),
+                           "off" if off else "on"],
+                          cwd=tree, env=env | {"PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"}, capture_output=True, text=True)
+    if dump and proc.returncode == 0:   # by this checkout's code, the same for every tree
+        Path(dump).write_text(decisions(db))
     for suffix in ("", "-wal", "-shm"):
         Path(str(db) + suffix).unlink(missing_ok=True)
     if proc.returncode != 0:
@@ -141,18 +213,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--captures", type=int, default=100)
+    parser.add_argument("--off", action="store_true", help="also run this checkout with the changed-facts step off")
+    parser.add_argument("--dump", type=Path, help="write each run's decisions and memories to this directory")
     cfg = parser.parse_args(argv)
     trees = [ROOT] + [b.resolve() for b in cfg.baseline]
     names = ["today"] + [f"{b.name}" for b in trees[1:]]
+    offs = [False] * len(trees)
+    if cfg.off:
+        trees, names, offs = trees + [ROOT], names + ["today, changed facts off"], offs + [True]
+    if cfg.dump:
+        cfg.dump.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     env.setdefault("SUBCOG_BENCH_EMBED_CACHE", str(trees[-1] / "bench" / "out"))
+    # the corpus's natural sentences come from <tree>/../shared: one place for every tree, or a tree kept
+    # elsewhere (a copy in /tmp) builds another corpus and captures other texts (66/34 decisions instead of 57/43)
+    env.setdefault("SUBCOG_SHARED_DIR", str(ROOT.parent / "shared"))
     runs: list[list[dict]] = [[] for _ in trees]
     for i in range(cfg.rounds):
         order = list(range(len(trees)))
         order = order if i % 2 == 0 else order[::-1]   # A B C, C B A, ...
         for j in order:
             load = os.getloadavg()[0]
-            res = run_child(trees[j], cfg.size, cfg.captures, env)
+            dump = str(cfg.dump.resolve() / f"{names[j].replace(' ', '').replace(',', '-')}-{i + 1}.txt") \
+                if cfg.dump else ""
+            res = run_child(trees[j], cfg.size, cfg.captures, env, offs[j], dump)
             runs[j].append(res)
             print(f"round {i + 1} {names[j]}: load {load:.1f}, capture {res['ms']['capture (whole)']:.2f} ms CPU, "
                   f"{res['decisions']}", file=sys.stderr, flush=True)

@@ -85,7 +85,8 @@ def link_outdated(con: "apsw.Connection", found: list[Outdated], *, memory_id: s
         if current is None or current.status != "active" or current.successor_id:
             continue   # changed since it was found
         outdated, successor = (memory_id, old.memory_id) if old.newer else (old.memory_id, memory_id)
-        if writer.get(con, outdated).successor_id or _leads_to(con, successor, outdated):
+        row = current if outdated == old.memory_id else writer.get(con, outdated)   # the row just read, or the new
+        if row.successor_id or _leads_to(con, successor, outdated):
             continue   # already outdated by another, or the link would close a loop
         undo = decisions.Undo(candidate=None)
         undo.before.append(writer.link_successor(con, outdated, successor, now))

@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import lru_cache
 
+from subcog_store.text.changes_text import TOKEN, Text, parse
 from subcog_store.text.changes_usage import used_after_all
-from subcog_store.text.changes_words import (
-    CUES, DIMENSION, EVERY, GENERIC, LINK_WORDS, NEGATING, NEW_BEFORE, OLD_AFTER, OLD_BEFORE, STRONG)
-from subcog_store.text.guard_words import NUMBER_WORDS, STOPWORDS, UNITS
+from subcog_store.text.changes_words import GENERIC, NEGATING, NEW_BEFORE, OLD_AFTER, OLD_BEFORE, STRONG
+from subcog_store.text.guard_words import UNITS
 
 __all__ = ["Change", "supersedes"]
 
@@ -39,11 +39,8 @@ SLOT_CONTEXT = 4       # shared content words around a swapped name (the guard's
 SUBJECT_MIN = 2        # shared subject words a value or choice change needs
 NO_LONGER_SUBJECT = 3  # ... and a bare "no longer" without a new value
 CUE_WINDOW = 6         # tokens after a replacement cue in which the replaced value is named
-
-_TOKEN = re.compile(r"'[^'\s]{1,40}'|\"[^\"\s]{1,40}\"|(?<!\S)/[^/\s]{1,40}/(?!\w)|\d{1,3}(?:,\d{3})+(?:\.\d+)?"
-                    r"|(?<!\w)\.(?=\w)[\w.+#/@:-]*[\w+#%]|[@$€£]?[\w][\w.+#/@:-]*[\w+#%]|[\w%]", re.UNICODE)
-_NUMBER = re.compile(r"^(v)?(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)*)([a-zµ%]+)?$", re.IGNORECASE)
 MAX_CHARS = 2000       # a text is judged on its first 2,000 characters (memories are a few sentences)
+
 
 @dataclass(frozen=True)
 class Change:
@@ -60,154 +57,25 @@ class Change:
         return f"changed by subject ({self.reason}): {arrow} [{self.subject}]"
 
 
-@dataclass(frozen=True)
-class _Token:
-    text: str            # as written
-    low: str             # lower case
-    stem: str
-    kind: str            # word | stop | name | number
-    quantity: tuple[str, float] | None = None   # (dimension, value in base units) for numbers with a unit
-    clause: int = 0
-
-
-@dataclass(frozen=True)
-class _Text:
-    tokens: tuple[_Token, ...]
-    raw: str
-
-    @property
-    def content(self) -> list[_Token]:
-        return [t for t in self.tokens if t.kind != "stop"]
-
-    def stems(self) -> set[str]:
-        """Word stems and names, with the parts of a dotted or snake_case name (response.json: response, json)."""
-        out = {t.stem for t in self.tokens if t.kind in ("word", "name")}
-        for t in self.tokens:
-            if t.kind == "name":
-                out.update(_stem(p) for p in re.split(r"[._/:-]+", t.low) if len(p) >= 3 and p.isalpha())
-        return out
-
-    def names(self) -> set[str]:
-        return {t.low for t in self.tokens if t.kind == "name"}
-
-
-def _stem(word: str) -> str:
-    """Light suffix stripping: plurals and simple verb forms (token/tokens, cache/cached/caching)."""
-    if len(word) <= 3 or any(c.isdigit() for c in word):
-        return word
-    for suffix in ("ies", "ing", "ed", "es", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            if suffix == "s" and word.endswith(("ss", "us", "is")):
-                continue
-            word = word[: -len(suffix)] + ("y" if suffix == "ies" else "")
-            break
-    return word[:-1] if len(word) >= 5 and word.endswith("e") else word
-
-
-_ISO_DATE = re.compile(r"^(19|20)\d\d-\d\d(-\d\d)?$")
-_CLAUSE = re.compile(r"[;,.!?]\s|\s(?:and|but|while|whereas|so)\s|\s[-\u2013\u2014]+\s")
-
-
-@lru_cache(maxsize=4096)
-def _parse(text: str) -> _Text:
-    raw = [m.group(0) for m in _TOKEN.finditer(text)]
-    clause_of = _clauses(text)
-    out: list[_Token] = []
-    for i, tok in enumerate(raw):
-        low = tok.lower().rstrip(".,:")
-        prev = raw[i - 1].lower() if i else ""
-        nxt = raw[i + 1].lower().rstrip(".,:") if i + 1 < len(raw) else ""
-        m = _NUMBER.match(low)
-        if _ISO_DATE.match(low):
-            out.append(_Token(tok, low, low, "number", ("date", float(low[:4] + low[5:7] + (low[8:10] or "00")))))
-        elif low in EVERY or (prev == "every" and low in UNITS and UNITS[low] in DIMENSION):
-            seconds = EVERY.get(low) or DIMENSION[UNITS[low]][1]
-            out.append(_Token(tok, low, low, "number", ("time", seconds)))
-        elif m or low in NUMBER_WORDS and low not in ("one", "first", "second", "single", "once", "half", "double"):
-            value = float(m.group(2).replace(",", "")) if m and m.group(2).count(".") <= 1 else None
-            if m is None:
-                value = float(NUMBER_WORDS[low])
-            unit = UNITS.get(m.group(3)) if m and m.group(3) else UNITS.get(nxt)
-            quantity = None
-            if value is not None and unit in DIMENSION:
-                dim, scale = DIMENSION[unit]
-                quantity = (dim, value * scale)
-            elif value is not None and unit:
-                quantity = (unit, value)
-            elif value is not None:   # a count of the noun phrase after it ("6 replicas", "1,000 DNS cache entries")
-                noun = _head_noun([r for r, k in zip(raw[i + 1: i + 4], clause_of[i + 1: i + 4]) if k == clause_of[i]])
-                quantity = ("of " + _stem(noun) if noun else "", value)
-            out.append(_Token(tok, low.replace(",", ""), low, "number", quantity))
-        elif low in STOPWORDS or len(low) < 2:
-            out.append(_Token(tok, low, low, "stop"))
-        elif (i > 0 and tok[0].isupper()) or tok[0] in "'\"/." or _identifier(tok):
-            out.append(_Token(tok, low, low, "name"))
-        else:
-            out.append(_Token(tok, low, _stem(low), "word"))
-    tokens = tuple(_Token(t.text, t.low, t.stem, t.kind, t.quantity, clause_of[i]) for i, t in enumerate(out))
-    return _Text(tokens, text)
-
-
-def _head_noun(following: list[str]) -> str:
-    """The last word of the noun phrase in `following` (up to a stop word or a number), lower case."""
-    head = ""
-    for tok in following:
-        low = tok.lower().rstrip(".,:;")
-        if low in STOPWORDS or _NUMBER.match(low) or low in NUMBER_WORDS or not low.isalpha():
-            break
-        head = low
-        if tok != tok.rstrip(".,:;"):
-            break
-    return head
-
-
-def _identifier(tok: str) -> bool:
-    """camelCase, ALLCAPS2, snake_case, a.dotted/path, v2beta: written as an identifier, not a word."""
-    return sum(c.isupper() for c in tok) >= 2 or any(c in "_./:@#+" for c in tok) or \
-        (any(c.isdigit() for c in tok) and any(c.isalpha() for c in tok)) or \
-        any(x.islower() and y.isupper() for x, y in zip(tok, tok[1:]))
-
-
-def _clauses(text: str) -> list[int]:
-    """The clause number of each token (clauses end at ; , . and, but, a dash ...)."""
-    bounds = [m.start() for m in _CLAUSE.finditer(text + " ")]
-    out, k = [], 0
-    for m in _TOKEN.finditer(text):
-        while k < len(bounds) and bounds[k] < m.start():
-            k += 1
-        out.append(k)
-    return out
-
-
-def _subject(a: _Text, b: _Text) -> list[str]:
+def _subject(a: Text, b: Text) -> list[str]:
     """Shared words that can name a subject (not generic, not numbers), in the newer text's order."""
-    shared = a.stems() & b.stems()
+    shared = a.stems & b.stems
     seen, words = set(), []
-    for t in b.tokens:
-        parts = [t.stem] + ([_stem(p) for p in re.split(r"[._/:-]+", t.low) if len(p) >= 3 and p.isalpha()]
-                            if t.kind == "name" else [])
-        for stem in parts:
-            if stem in shared and stem not in GENERIC and t.kind in ("word", "name") and stem not in seen \
-                    and t.low not in UNITS:
+    for t, parts in zip(b.tokens, b.parts):
+        if t.kind not in ("word", "name") or t.low in UNITS:
+            continue
+        for stem in (t.stem, *parts):
+            if stem in shared and stem not in GENERIC and stem not in seen:
                 seen.add(stem)
                 words.append(stem if stem != t.stem else t.low)
     return words
 
 
-def _qualifier_conflict(a: _Text, b: _Text, subject: list[str]) -> str | None:
+def _qualifier_conflict(a: Text, b: Text, subject: list[str]) -> str | None:
     """Two subjects told apart by what stands in front of one head word ("billing service" / "auth service")."""
-    def before(text: _Text) -> dict[str, set[str]]:
-        found: dict[str, set[str]] = {}
-        toks = [t for t in text.tokens if t.low not in ("the", "a", "an", "our", "its", "their", "this", "that")]
-        for i in range(1, len(toks)):
-            prev, head = toks[i - 1], toks[i]
-            if head.kind in ("word", "name") and prev.kind in ("word", "name") and prev.stem not in GENERIC:
-                found.setdefault(head.stem, set()).add(prev.stem)
-        return found
-
     heads = {t.stem for t in b.tokens if t.low in subject}
-    qa, qb = before(a), before(b)
-    sa, sb = a.stems(), b.stems()
+    qa, qb = a.qualified, b.qualified
+    sa, sb = a.stems, b.stems
     for head in heads:
         xa, xb = qa.get(head, set()), qb.get(head, set())
         if xa and xb and not (xa & xb):
@@ -217,16 +85,18 @@ def _qualifier_conflict(a: _Text, b: _Text, subject: list[str]) -> str | None:
     return None
 
 
-def _cue(older: _Text, newer: _Text) -> re.Match | None:
+def _cue(older: Text, newer: Text) -> re.Match | None:
     """Replacement language in the newer text that the older does not already use."""
-    old_cues = {m.group(0).lower().split()[0] for m in CUES.finditer(older.raw)}
-    for m in CUES.finditer(newer.raw):
+    if not newer.cues:
+        return None   # the older's own cues are looked for only when the newer has one
+    old_cues = {m.group(0).lower().split()[0] for m in older.cues}
+    for m in newer.cues:
         if m.group(0).lower().split()[0] not in old_cues:
             return m
     return None
 
 
-def _named_as_replaced(older: _Text, newer: _Text) -> tuple[str, bool] | None:
+def _named_as_replaced(older: Text, newer: Text) -> tuple[str, bool] | None:
     """An older name (or content word) that the newer text names as what was replaced or retired, and whether it
     is a name."""
     old_names = {t.low for t in older.tokens if t.kind == "name"}
@@ -234,10 +104,10 @@ def _named_as_replaced(older: _Text, newer: _Text) -> tuple[str, bool] | None:
     toks, text = newer.tokens, newer.raw
     spans = []
     for m in OLD_AFTER.finditer(text):
-        start = len(_TOKEN.findall(text[: m.end()]))
+        start = len(TOKEN.findall(text[: m.end()]))
         spans.append((m, toks[start: start + CUE_WINDOW]))
     for m in OLD_BEFORE.finditer(text):
-        end = len(_TOKEN.findall(text[: m.start()]))
+        end = len(TOKEN.findall(text[: m.start()]))
         spans.append((m, tuple(reversed(toks[max(0, end - CUE_WINDOW): end]))))
     word = None
     for (m, span) in spans:
@@ -251,107 +121,77 @@ def _named_as_replaced(older: _Text, newer: _Text) -> tuple[str, bool] | None:
     return (word, False) if word else None
 
 
-
-
-def _versions(text: _Text) -> dict[str, set[str]]:
-    """name -> the values written right after it: versions ("PostGIS 3.5", "Node to 20.11") and settings
-    ("IPFS_LOCAL_API_URL, which defaults to http://localhost:5001", "LmCompatibilityLevel is now 5")."""
-    out: dict[str, set[str]] = {}
-    toks = text.tokens
-    for i, t in enumerate(toks):
-        is_value = (t.kind == "number" and not (t.quantity and t.quantity[0])) or \
-            (t.kind == "name" and any(c.isdigit() for c in t.low) and any(c in ":/" for c in t.low))
-        if not is_value:
-            continue   # a quantity with a unit is a value of its own slot, not a version
-        j = i - 1
-        while j >= 0 and i - j <= 4 and toks[j].low in LINK_WORDS:
-            j -= 1
-        if j >= 0 and i - j <= 4 and toks[j].kind == "name" and toks[j].low != t.low:
-            out.setdefault(toks[j].low, set()).add(t.low.lstrip("v").rstrip(".,;"))
-    return out
-
-
-def _quantities(text: _Text) -> dict[str, set[float]]:
-    out: dict[str, set[float]] = {}
-    for t in text.tokens:
-        if t.quantity is not None:
-            out.setdefault(t.quantity[0], set()).add(t.quantity[1])
-    return out
-
-
-def _number_slot(a: _Text, b: _Text) -> tuple[str, str] | None:
+def _number_slot(a: Text, b: Text) -> tuple[str, str] | None:
     """A quantity of one kind whose value differs, in clauses that share SUBJECT_MIN subject words (or in two
     texts that differ in nothing else): (old, new) as written."""
-    qa, qb = _quantities(a), _quantities(b)
-    only_numbers = _only_numbers_differ(a, b)
+    qa, qb = a.quantities, b.quantities
     for dim in qa.keys() & qb.keys():
         old, new = qa[dim] - qb[dim], qb[dim] - qa[dim]
-        if not (old and new) or (not dim and not only_numbers):
+        if not (old and new) or (not dim and not _only_numbers_differ(a, b)):
             continue   # a bare number with nothing to count is a slot only when nothing else differs
-        pairs = [(len(_clause_words(a, i) & _clause_words(b, j)), i, j)
+        wa, wb = a.clause_words, b.clause_words
+        pairs = [(len(wa[a.tokens[i].clause] & wb[b.tokens[j].clause]), i, j)
                  for i in _where(a, dim, old) for j in _where(b, dim, new)]
         shared, i, j = max(pairs)
-        if shared >= SUBJECT_MIN or only_numbers:
+        if shared >= SUBJECT_MIN or _only_numbers_differ(a, b):
             return _say(a, i), _say(b, j)
     return None
 
 
-def _only_numbers_differ(a: _Text, b: _Text) -> bool:
+def _only_numbers_differ(a: Text, b: Text) -> bool:
     """The two texts differ in numbers (and their units) only."""
     ca, cb = a.content, b.content
-    sm = SequenceMatcher(a=[t.stem for t in ca], b=[t.stem for t in cb], autojunk=False)
-    for op, i1, i2, j1, j2 in sm.get_opcodes():
+    for op, i1, i2, j1, j2 in _opcodes(a, b):
         if op != "equal" and not all(t.kind == "number" or t.low in UNITS for t in ca[i1:i2] + cb[j1:j2]):
             return False
     return True
 
 
-def _clause_words(text: _Text, i: int) -> set[str]:
-    """The subject words of the clause token i stands in."""
-    clause = text.tokens[i].clause
-    return {t.stem for t in text.tokens if t.clause == clause and t.kind in ("word", "name")
-            and t.stem not in GENERIC and t.low not in UNITS}
+@lru_cache(maxsize=8)   # a pair's alignment, asked by _only_numbers_differ and _slot_swap (Text: eq is identity)
+def _opcodes(a: Text, b: Text) -> list[tuple[str, int, int, int, int]]:
+    """How the content words' stems of `a` turn into those of `b` (SequenceMatcher's opcodes)."""
+    return SequenceMatcher(a=[t.stem for t in a.content], b=[t.stem for t in b.content], autojunk=False).get_opcodes()
 
 
-def _where(text: _Text, dim: str, values: set[float]) -> list[int]:
+def _where(text: Text, dim: str, values: set[float]) -> list[int]:
     return [i for i, t in enumerate(text.tokens) if t.quantity and t.quantity[0] == dim and t.quantity[1] in values]
 
 
-def _say(text: _Text, i: int) -> str:
+def _say(text: Text, i: int) -> str:
     toks = text.tokens
     nxt = toks[i + 1].text if i + 1 < len(toks) and toks[i + 1].low in UNITS else ""
     return f"{toks[i].text} {nxt}".strip()
 
 
-def _slot_swap(a: _Text, b: _Text) -> tuple[str, str] | None:
+def _slot_swap(a: Text, b: Text) -> tuple[str, str] | None:
     """One name (or run of names) swapped for another with SLOT_CONTEXT shared content words around it."""
-    ca, cb = [t for t in a.content], [t for t in b.content]
-    sm = SequenceMatcher(a=[t.stem for t in ca], b=[t.stem for t in cb], autojunk=False)
-    swaps = [op for op in sm.get_opcodes() if op[0] != "equal"]
+    ca, cb = a.content, b.content
+    swaps = [op for op in _opcodes(a, b) if op[0] != "equal"]
     if len(swaps) != 1 or swaps[0][0] != "replace":
         return None
     _, i1, i2, j1, j2 = swaps[0]
     old, new = ca[i1:i2], cb[j1:j2]
     if len(old) > 3 or len(new) > 3 or not all(t.kind == "name" for t in old + new):
         return None
-    if sum(1 for t in cb if t.stem in {x.stem for x in ca}) < SLOT_CONTEXT:
+    old_stems = {x.stem for x in ca}
+    if sum(1 for t in cb if t.stem in old_stems) < SLOT_CONTEXT:
         return None
     return " ".join(t.text for t in old), " ".join(t.text for t in new)
 
 
-def _choice(a: _Text, b: _Text, cue: re.Match, subject: list[str]) -> tuple[str, str] | None:
+def _choice(a: Text, b: Text, cue: re.Match, subject: list[str]) -> tuple[str, str] | None:
     """Replacement language followed, in its clause, by a name the older lacks ("now uses /^shared$/"), where a
     clause of the older that shares a subject word with it holds a name the newer lacks: (old, new)."""
-    at = len(_TOKEN.findall(b.raw[: cue.start()]))
+    at = len(TOKEN.findall(b.raw[: cue.start()]))
     if at >= len(b.tokens):
         return None
     clause = b.tokens[at].clause
     after = [t for t in b.tokens[at:] if t.clause == clause]
-    new_names = [t.text for t in after if t.kind == "name" and t.low not in a.names()]
+    new_names = [t.text for t in after if t.kind == "name" and t.low not in a.names]
     words = {t.stem for t in b.tokens if t.clause == clause and (t.low in subject or t.stem in subject)}
     for k in {t.clause for t in a.tokens}:
         in_clause = [t for t in a.tokens if t.clause == k]
-        old_names = [t.text for t in in_clause if t.kind == "name" and t.low not in b.names()]
+        old_names = [t.text for t in in_clause if t.kind == "name" and t.low not in b.names]
         if old_names and new_names and any(t.stem in words or t.low in words for t in in_clause):
             return old_names[0], new_names[0]
     return None
@@ -360,10 +200,12 @@ def _choice(a: _Text, b: _Text, cue: re.Match, subject: list[str]) -> tuple[str,
 def supersedes(older: str, newer: str) -> Change | None:
     """The change by which `newer` outdates `older` (same subject, another value or choice), or None.
 
-    Both are memory texts of one project, `older` stated before `newer`. Deterministic, no model, about 0.1 ms.
+    Both are memory texts of one project, `older` stated before `newer`. Deterministic, no model; ~0.15 ms a pair
+    on bench_store's captures at 10,000, where each older text is read once and the newer once for its ten pairs
+    (bench/capture_phases.py; 0.3 ms before each text's parse and derived sets were kept: bench/RESULTS.md).
     See the module docstring for the six kinds of change and what is never one.
     """
-    a, b = _parse(" ".join(older[:MAX_CHARS].split())), _parse(" ".join(newer[:MAX_CHARS].split()))
+    a, b = parse(" ".join(older[:MAX_CHARS].split())), parse(" ".join(newer[:MAX_CHARS].split()))
     if not a.tokens or not b.tokens or a.raw.lower() == b.raw.lower():
         return None
     subject = _subject(a, b)
@@ -372,12 +214,12 @@ def supersedes(older: str, newer: str) -> Change | None:
     if cue is not None:
         named = _named_as_replaced(a, b)
         if named and (named[1] or len(subject) >= SUBJECT_MIN):
-            new_names = [t.text for t in b.tokens if t.kind == "name" and t.low not in a.names()]
+            new_names = [t.text for t in b.tokens if t.kind == "name" and t.low not in a.names]
             if new_names or NEGATING.search(b.raw) or not named[1]:
                 return Change("replaced", subject_text or named[0], named[0], new_names[0] if new_names else "")
     if not subject:
         return None
-    va, vb = _versions(a), _versions(b)
+    va, vb = a.versions, b.versions
     for name in va.keys() & vb.keys():   # the same named thing or setting with another value
         new = vb[name] - va[name]
         if new and (va[name] - vb[name] or cue):
