@@ -76,8 +76,9 @@ def damaged(db: str | os.PathLike) -> str | None:
     marker = _marker(str(db))
     if marker is None:
         return None
+    if not os.access(marker, os.F_OK, follow_symlinks=False):
+        return None   # the usual answer, no record: lstat's test without the cost of its FileNotFoundError
     try:
-        os.lstat(marker)   # the usual answer, no record: one stat, no file object
         with open(marker, encoding="utf-8") as f:
             data = json.loads(f.read())
         owner = (int(data["file"][0]), int(data["file"][1]))
