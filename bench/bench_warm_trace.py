@@ -4,7 +4,8 @@
 
 Three warm workers at once, each with its own runtime directory and store copies, their runs in rotating order
 (A B C, B C A, ...): this checkout; this checkout with SUBCOG_SESSION_TEXT_ENABLED=false (what issue 25's
-session text costs); the baseline tree's code (bench_hook's --tree way: this checkout's bench and interpreter,
+session text costs); with `--cache-off`, also with the vector cache off (bench/warm_probe/sitecustomize.py: what
+its first load on a new store file costs); the baseline tree's code (bench_hook's --tree way: this checkout's bench and interpreter,
 the tree's package first on the path, its installed hook script). Per run and tree: user-prompt-submit on a new
 copy of the store (bench_hook's way: a store file the worker has never seen), user-prompt-submit on one store
 file kept for the whole run (a user's store: the worker's caches of it stay loaded), and pre-compact (a) on a
@@ -12,13 +13,17 @@ new copy (18-19 new candidates; its background capture awaited). For each, the h
 CPU time (the client side: the hook script, its imports and the socket exchange) and the worker's own time (its
 "answered in" log line: from the start of the hook's run to its answer, without the request's handshake).
 `--sections` adds this checkout's prompt hook run in this process the way the worker runs it (caches on, model
-loaded, one store file), timed by section.
+loaded, one store file), timed by section. After the table: each worker's cache loads from its log ("vectorcache:
+loaded N rows in S s", the same for bitcache: a load runs in a background thread of the worker, once for each
+store file it has not seen), and for each tree the new-file prompt's worker time less the kept-file prompt's (the
+price of a file seen for the first time).
 """
 from __future__ import annotations
 
 import argparse
 import collections
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -28,18 +33,33 @@ from pathlib import Path
 from bench import bench_hook as bh
 
 ROOT = Path(__file__).resolve().parents[1]
+CACHE_LOAD = re.compile(r"(vectorcache|bitcache): loaded (\d+) rows in ([\d.]+) s")
 
 
-def trees(baseline: Path) -> dict[str, tuple[Path, dict[str, str]]]:
-    return {"today": (ROOT, {}), "today, session text off": (ROOT, {"SUBCOG_SESSION_TEXT_ENABLED": "false"}),
-            "baseline": (baseline.resolve(), {})}
+def cache_loads(log_file: Path) -> dict[str, list[float]]:
+    """cache -> the seconds of each load the worker's log records (the 10,000-row loads of the measured files)."""
+    found: dict[str, list[float]] = collections.defaultdict(list)
+    text = log_file.read_text(errors="replace") if log_file.exists() else ""
+    for cache, rows, secs in CACHE_LOAD.findall(text):
+        if int(rows) >= 1000:
+            found[cache].append(float(secs))
+    return found
 
 
-def prepare(tmp: Path, size: int, baseline: Path, log) -> dict[str, dict]:
+def trees(baseline: Path, cache_off: bool = False) -> dict[str, tuple[Path, dict[str, str]]]:
+    out = {"today": (ROOT, {}), "today, session text off": (ROOT, {"SUBCOG_SESSION_TEXT_ENABLED": "false"})}
+    if cache_off:   # bench/warm_probe/sitecustomize.py, imported by the worker at start-up, switches the cache off
+        out["today, session text and vector cache off"] = (ROOT, {
+            "SUBCOG_SESSION_TEXT_ENABLED": "false", "BENCH_WARM_VECTOR_CACHE_OFF": "1",
+            "PYTHONPATH": f"{ROOT / 'bench' / 'warm_probe'}{os.pathsep}{ROOT}"})
+    return out | {"baseline": (baseline.resolve(), {})}
+
+
+def prepare(tmp: Path, size: int, baseline: Path, log, cache_off: bool = False) -> dict[str, dict]:
     """Each tree's stores (built by its own code), its environment, and its worker, started."""
     sentences, vectors, _ = bh.corpus_vectors(size, log)
     state = {}
-    for i, (name, (tree, extra)) in enumerate(trees(baseline).items()):
+    for i, (name, (tree, extra)) in enumerate(trees(baseline, cache_off).items()):
         home = tmp / f"t{i}"
         (home / "run").mkdir(parents=True, mode=0o700)
         bh.TREE = tree
@@ -155,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=12)
     parser.add_argument("--size", type=int, default=10000)
     parser.add_argument("--sections", action="store_true", help="also this checkout's prompt hook by section")
+    parser.add_argument("--cache-off", action="store_true",
+                        help="also this checkout with session text and the vector cache off (bench/warm_probe)")
     args = parser.parse_args(argv)
     log = lambda *a: print(*a, file=sys.stderr, flush=True)  # noqa: E731
     import compileall
@@ -163,14 +185,15 @@ def main(argv: list[str] | None = None) -> int:
         compileall.compile_dir(str(tree / "subcog_store"), quiet=1)
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="bench-warm-") as tmp_name:
-        state = prepare(Path(tmp_name), args.size, args.baseline, log)
+        state = prepare(Path(tmp_name), args.size, args.baseline, log, args.cache_off)
         try:
             found = measure(state, args.reps, log)
         finally:
             for s in state.values():
                 bh.TREE = s["tree"]
                 bh.worker_cli("stop", s["env"])
-    names = list(trees(args.baseline))
+        loads = {name: cache_loads(s["home"] / "hook.log") for name, s in state.items()}
+    names = list(trees(args.baseline, args.cache_off))
     print(f"Warm workers, store of {args.size} memories, {args.reps} rounds in rotating order, medians in ms; "
           f"load {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; {os.cpu_count()} cores\n")
     header = ["case", "figure", *names, *(f"{n} / baseline" for n in names[:-1]), "worker fell back"]
@@ -183,6 +206,18 @@ def main(argv: list[str] | None = None) -> int:
             rows.append([case, key, *(f"{med[n]:.1f}" for n in names),
                          *(f"{med[n] / med[names[-1]]:.2f}" for n in names[:-1]), misses])
     print(bh.md_table(header, rows))
+    print("\nCache loads in each worker's log (ms: median, max; count) and the first sight of a file (worker ms: "
+          "prompt on a new file less prompt on the kept file, medians):\n")
+    cache_rows = []
+    for n in names:
+        cells = [f"{statistics.median(v) * 1000:.0f}, {max(v) * 1000:.0f}; {len(v)}" if (v := loads[n].get(c))
+                 else "none" for c in ("vectorcache", "bitcache")]
+        new, kept = ([x for x in found[(c, n, "worker")] if x is not None]
+                     for c in ("prompt, new store file", "prompt, the same store file"))
+        first = statistics.median(new) - statistics.median(kept) if new and kept else float("nan")
+        cache_rows.append([n, *cells, f"{first:.1f}"])
+    print(bh.md_table(["tree", "vectorcache loads", "bitcache loads", "new file less kept file (worker)"],
+                      cache_rows))
     if args.sections:
         print("\nThis checkout's prompt hook in this process, as the worker runs it (caches on, model loaded, one "
               f"store file), {args.reps} runs, ms a run:\n")
