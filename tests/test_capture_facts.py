@@ -229,6 +229,24 @@ def test_a_value_only_one_restatement_states_does_not_keep_a_close_repeat_apart(
                                  "The session cache is not enabled for the login flow.", 0.95)
 
 
+def test_a_name_written_with_and_without_its_call_arguments_does_not_keep_a_close_repeat_apart():
+    """Modelled on ctxeval-plan-first-remediation.jsonl (training, cosine 0.92): the guard's only veto is one
+    identifier written as "buildMinimalContext(input)" and as "buildMinimalContext()". Another name, or another
+    word in the same slot, still keeps two close statements apart."""
+    from subcog_store.dedup.session_repeat import SESSION_REPEAT, is_session_repeat
+
+    older = ("The prompt builders render the agent description twice: once in the Role section and again inside "
+             "buildMinimalContext(input), which renders the same elements.")
+    newer = ("The prompt builders were rendering the agent description twice, in the Role section and again via "
+             "buildMinimalContext().")
+    assert is_session_repeat(older, newer, 0.92)
+    assert not is_session_repeat(older, newer, SESSION_REPEAT - 0.01)   # under SESSION_REPEAT: the subject rule
+    assert not is_session_repeat("The list waits in waitForUsersLoaded() before it renders the table rows.",
+                                 "The list waits in waitForItemsLoaded() before it renders the table rows.", 0.95)
+    assert not is_session_repeat("The session store uses redis for caching.",
+                                 "The session store uses memcached for caching.", 0.90)
+
+
 def test_items_under_one_long_lead_in_are_not_repeats_of_each_other():
     """Modelled on ctxeval-agents-claude-md-coexistence.jsonl's "Summary: ... through 4 layers of protection:"
     list (items at cosine 0.85-0.94 to each other, each a different layer): the longest lead-in they share, not
@@ -277,6 +295,27 @@ def test_status_lines_are_not_memories(tmp_path):
         ("assistant", "PR #75 is merged into main with the timeout fix for the gateway."),
     ]))
     assert memories(db) == []
+
+
+STATUS_FACT = ("Root cause: the Redis container listens on 10.0.3.7:6380, not localhost:6379, and the fix landed in "
+               "3096d26b.")   # the scorer keeps it (a diagnosis); the commit hash makes it status
+
+
+def test_a_status_line_judged_a_fact_is_logged_not_stored_and_reversible(tmp_path):
+    from subcog_store import review
+
+    db = tmp_path / "m.db"
+    path = transcript(tmp_path, [("assistant", STATUS_FACT)])
+    capture(db, path)
+    capture(db, path, session="sess-2")   # the same text read again: logged once
+    assert memories(db) == []
+    logged = rows(db, "select id, decision, policy, new_content, reasoning from dedup_log")
+    assert len(logged) == 1 and logged[0][1:3] == ("auto_reject", "status") and "10.0.3.7:6380" in logged[0][3]
+    assert "commit" in logged[0][4]
+    with Store(db) as store:
+        assert review.reverse(store.core, logged[0][0]).changed   # reversible: the text is stored
+    (stored,) = memories(db)
+    assert "10.0.3.7:6380" in stored["content"] and stored["domain"] == project(tmp_path)
 
 
 def test_the_users_choices_are_decisions_in_words_that_stand_alone(tmp_path):

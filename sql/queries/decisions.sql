@@ -81,3 +81,7 @@ set new_content = :new_content,
     reasoning = :reasoning,
     undo = :undo
 where id = :id;
+
+-- name: status_logged
+-- A status line already logged for the domain (a transcript read again logs it once).
+select id from dedup_log where domain = :domain and new_hash = :hash and policy = 'status' limit 1;

@@ -32,13 +32,13 @@ class KnownEmpty:
         from subcog_store.extraction.extract import extract_candidates
 
         if self.version is None:
-            return extract_candidates(group, min_confidence=self.floor)
+            return extract_candidates(group, min_confidence=self.floor, with_status=True)
         prints = [memo.fingerprint(self.version, part.text, part.kind, self.floor) for part in group]
         known = hook_state.known_empty(self.con, prints) | self.found
         todo = [(part, f) for part, f in zip(group, prints) if f not in known]
         if not todo:
             return []
-        candidates = extract_candidates([part for part, _ in todo], min_confidence=self.floor)
+        candidates = extract_candidates([part for part, _ in todo], min_confidence=self.floor, with_status=True)
         records = {c.offset for c in candidates}   # a record with a candidate: none of its texts is remembered
         self.found.update(f for part, f in todo if part.offset not in records)
         return candidates

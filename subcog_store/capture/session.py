@@ -135,7 +135,8 @@ def capture_summary(source: Source, summary: str | None, options: HookOptions, r
     with store:
         keep_to_budget(store, deadline, clock=options.clock)
         text = AssistantText(summary[:MAX_SUMMARY_CHARS], None, None, run.session_id, 0, False, kind="summary")
-        candidates = extract_candidates([text], min_confidence=options.min_confidence)
+        candidates = _log_status(store, extract_candidates([text], min_confidence=options.min_confidence,
+                                                      with_status=True), options, run)
         run.redacted = sum(c.redacted for c in candidates)
         _capture_all(run, store, candidates, options, deadline, MIN_CAPTURES, options.minimum_limit(started), 1)
         _cite(store, run, options, deadline)
@@ -217,7 +218,7 @@ def _extract_and_capture(run: Run, store, parts: list, at: Resume, options: Hook
         if n and not short and now + extract_secs > deadline:
             run.truncated = True
             return Resume(group[0].offset, group[0].char_start)
-        candidates = known.extract(group)
+        candidates = _log_status(store, known.extract(group), options, run)
         extract_secs = options.clock() - now
         keys = parts_of(candidates, group)
         candidates, keys, skipped = skip_done(candidates, keys, at) if n == 0 else (candidates, keys, 0)
@@ -229,6 +230,29 @@ def _extract_and_capture(run: Run, store, parts: list, at: Resume, options: Hook
             return resume_at(candidates, keys, stopped, at, skipped)
         handled += len(candidates)
     return None
+
+
+def _log_status(store, candidates: list, options: HookOptions, run: Run) -> list:
+    """The candidates to capture; the status lines among them (judged facts, vetoed as status: `extract.py`) go
+    to the decision log instead (`dedup.write.log_status`; not in a dry run), so none is dropped silently."""
+    from subcog_store.dedup.write import log_status
+    from subcog_store.inputs import prepare
+
+    for c in candidates if not options.dry_run else ():
+        if c.status:
+            try:
+                log_status(store.core, prepare(_request(c, options, run)), c.status)
+            except Exception as e:   # fail open: a capture goes on without the row
+                run.fail("a status line could not be logged", e)
+    return [c for c in candidates if not c.status]
+
+
+def _request(c, options: HookOptions, run: Run):
+    from subcog_store.inputs import CaptureRequest
+
+    return CaptureRequest(c.text, c.namespace, USER_DOMAIN if c.scope == "user" else options.domain,
+                          round(c.confidence, 2), options.tags, SOURCES[options.event], run.session_id,
+                          project_wide=True, from_summary=c.from_summary)
 
 
 def _cite(store, run: Run, options: HookOptions, deadline: float) -> None:
@@ -316,11 +340,8 @@ def _capture_all(run: Run, store, candidates: list, options: HookOptions, deadli
     `limit`, `at_least`: see `capture_many`."""
     from subcog_store.dedup.in_batch import EMBED_CHUNK, capture_many
     from subcog_store.errors import DatabaseDamaged, DatabaseError
-    from subcog_store.inputs import CaptureRequest
 
-    requests = [CaptureRequest(c.text, c.namespace, USER_DOMAIN if c.scope == "user" else options.domain,
-                               round(c.confidence, 2), options.tags, SOURCES[options.event], run.session_id,
-                               project_wide=True, from_summary=c.from_summary) for c in candidates]
+    requests = [_request(c, options, run) for c in candidates]
     outcomes = capture_many(store.core, requests, deadline=deadline, dry_run=options.dry_run, minimum=minimum,
                             limit=limit, at_least=at_least, clock=options.clock, chunk=options.embed_chunk or EMBED_CHUNK)
     for i, (c, o) in enumerate(zip(candidates, outcomes)):

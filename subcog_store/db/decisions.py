@@ -98,6 +98,11 @@ def log_decision(con: "apsw.Connection", d: Decision) -> int:
     return decision_id
 
 
+def status_logged(con: "apsw.Connection", domain: str, hash_hex: str) -> bool:
+    """A status line with this content hash is already in the domain's decision log."""
+    return con.execute(q("status_logged"), {"domain": domain, "hash": hash_hex}).fetchone() is not None
+
+
 def redact_decision(con: "apsw.Connection", decision_id: int, new_content: str | None, matched_content: str | None,
                     reasoning: str | None, undo: str | None) -> None:
     """A logged decision's texts (and undo snapshots) with secrets replaced (the `redact` command)."""

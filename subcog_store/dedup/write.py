@@ -1,7 +1,7 @@
 """One capture: check, plan by the namespace's policy, write (memory, vector, recent-capture row, check row and
 decision in one BEGIN IMMEDIATE transaction that re-checks the exact tier, and the semantic tier over the rows
 written since the check, under the write lock, so several processes capturing the same text, or rewordings of
-it, store it once). Also the check alone, an in-batch repeat's decision and a
+it, store it once). Also the check alone, an in-batch repeat's decision, a status line's decision and a
 recent capture without a memory. Every function takes the `Core`; none knows the `Store`."""
 from __future__ import annotations
 
@@ -205,6 +205,23 @@ def log_repeat(core: Core, p: Prepared, first: Prepared, matched_id: str | None,
                 new_content=p.content, new_hash=p.content_hash, matched_memory_id=matched_id,
                 matched_content=first.content, similarity=similarity, reasoning=reasoning,
                 confirmed=similarity is None, undo=decisions.Undo(candidate=p.candidate())))
+    except Busy:
+        raise DatabaseError(f"{core.path}: the database is locked by another process") from None
+
+
+def log_status(core: Core, p: Prepared, rule: str) -> int | None:
+    """A sentence the extractor judged a fact but the status rule vetoed goes to the decision log, not the store
+    (`auto_reject`, policy `status`; reversing it stores the text); once per text and domain. The id, or None when
+    it was logged before."""
+    try:
+        with immediate(core.con, (p.domain, p.namespace)):
+            if decisions.status_logged(core.con, p.domain, p.content_hash):
+                return None
+            return decisions.log_decision(core.con, decisions.Decision(
+                decided_at=iso(core.clock()), domain=p.domain, namespace=p.namespace, policy="status",
+                decision="auto_reject", new_content=p.content, new_hash=p.content_hash,
+                reasoning=f"status, not a memory (rule: {rule}): the state of the work when it was said",
+                undo=decisions.Undo(candidate=p.candidate())))
     except Busy:
         raise DatabaseError(f"{core.path}: the database is locked by another process") from None
 

@@ -13,9 +13,11 @@ and list lead-in). By source:
 - a compaction summary: the lines of its lasting-facts section (`summary.facts_section`) when it has one, else
   its sections read by kind (`summary.split_sections`): facts from errors-and-fixes, problem solving, decisions;
   no topic labels, file change logs, pending tasks or current work.
-Status ("currently ...", "not yet committed", "all tests pass", "PR #5 is merged") is never a candidate
-(`status.is_status`). Nothing is dropped for a later correction: both statements are candidates, in order, and the
-store links the older as outdated when the newer changes the same fact.
+Status ("currently ...", "not yet committed", "all tests pass", "PR #5 is merged") is never stored
+(`status.status_rule`); a status sentence the extractor would otherwise have kept is, when asked for
+(`with_status`), a candidate marked `status` (the rule's name), which the capture logs as a decision and does not
+store: nothing judged a fact is dropped silently. Nothing is dropped for a later correction: both statements are
+candidates, in order, and the store links the older as outdated when the newer changes the same fact.
 
 `min_confidence` is a probability floor: None means the threshold shipped with the weights (chosen on the labelled
 sessions, see bench/capture/RESULTS.md); an explicit signal counts as SIGNAL_CONFIDENCE, a facts-section line as
@@ -32,7 +34,7 @@ from typing import Iterable
 from subcog_store.extraction.scorer import Scorer, features, namespace_of, record_features
 from subcog_store.extraction.sentences import Unit, split_sentences, split_units
 from subcog_store.extraction.signals import CHATTER, intent_fact, is_topic_label, signal_of
-from subcog_store.extraction.status import is_status
+from subcog_store.extraction.status import status_rule
 from subcog_store.extraction.summary import FACT_SECTIONS, SKIP_SECTIONS, facts_section, section_title, split_sections
 from subcog_store.extraction.transcript import AssistantText
 from subcog_store.extraction.user_words import PROJECT, user_fact
@@ -66,6 +68,7 @@ class Candidate:
     char_start: int = 0  # where its paragraph or item (else its piece) starts in the record's text
     scope: str = PROJECT  # "user": a preference that follows the developer into every project
     from_summary: bool = False  # a compaction summary's line: it restates the session before it
+    status: str = ""  # the status rule that vetoed it: logged by the capture, never stored ("" for a memory)
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,7 @@ class Verdict:
     #                "" (the scorer said no)
     scope: str = PROJECT
     start: int = 0  # where its paragraph or item starts in the text (0 when the text could not say exactly)
+    status: str = ""  # not kept as status although the extractor judged it a fact: the status rule's name
 
 
 # --- the scorer, once per process --------------------------------------------------------------------------------
@@ -160,9 +164,11 @@ def _judge_units(units: list[Unit], scorer: Scorer, threshold: float, source: in
         probs.append(p)
         chatter = any(f.get(k) for k in CHATTER)
         signal = signal_of(unit.text, f)
-        text, why, conf, ns = unit.text, "", p, signal or namespace_of(f)
-        if is_status(unit.text):
+        text, why, conf, ns, status = unit.text, "", p, signal or namespace_of(f), ""
+        if rule := status_rule(unit.text):
             why = "status"
+            if p >= threshold or signal and SIGNAL_CONFIDENCE >= threshold:   # judged a fact, vetoed as status
+                status, conf = rule, max(p, SIGNAL_CONFIDENCE if signal else p)
         elif kind == "summary" and is_topic_label(unit.text):
             why = "topic"
         elif signal and max(p, SIGNAL_CONFIDENCE) >= threshold:
@@ -176,7 +182,8 @@ def _judge_units(units: list[Unit], scorer: Scorer, threshold: float, source: in
             ns = namespace_of(features(replace(unit, text=fact)))
         keep = why in ("score", "signal", "section", "intent")
         stored, n = _stored(_memory_text(unit, kind) if keep and why != "intent" else text)
-        out.append(Verdict(stored, ns, round(conf, 6), keep and len(stored) <= MAX_CHARS, source, unit, kind, n, why))
+        out.append(Verdict(stored, ns, round(conf, 6), keep and len(stored) <= MAX_CHARS, source, unit, kind, n, why,
+                           status=status if len(stored) <= MAX_CHARS else ""))
     return _keep_siblings(out, probs, feats, threshold)
 
 
@@ -207,8 +214,12 @@ def _user_verdicts(units: list[Unit], threshold: float, source: int) -> list[Ver
     out = []
     for unit in units:
         fact = user_fact(unit)
-        if fact is None or is_status(unit.text):
-            out.append(Verdict(_stored(unit.text)[0], "", 0.0, False, source, unit, "user"))
+        rule = status_rule(unit.text)
+        if fact is None or rule:
+            status = (rule or "") if fact is not None and USER_CONFIDENCE >= threshold else ""   # a fact, vetoed
+            text, n = _stored(unit.text)
+            out.append(Verdict(text, fact.namespace if status else "", USER_CONFIDENCE if status else 0.0, False,
+                               source, unit, "user", n, "status" if status else "", status=status))
             continue
         text, n = _stored(fact.text)
         keep = USER_CONFIDENCE >= threshold and len(text) <= MAX_CHARS
@@ -222,8 +233,10 @@ def _fact_verdict(line: str, threshold: float, source: int) -> Verdict:
     f = features(unit)
     chatter = any(f.get(k) for k in ("f:narration", "f:let_me", "f:question", "f:offer"))
     ns = signal_of(text, f) or namespace_of(f)
-    keep = not chatter and not is_status(text) and FACTS_CONFIDENCE >= threshold and len(text) <= MAX_CHARS
-    return Verdict(text, ns, FACTS_CONFIDENCE, keep, source, None, "summary", n, "facts" if keep else "status")
+    held = not chatter and FACTS_CONFIDENCE >= threshold and len(text) <= MAX_CHARS
+    rule = status_rule(text) if held else None
+    return Verdict(text, ns, FACTS_CONFIDENCE, held and not rule, source, None, "summary", n,
+                   "status" if rule else "facts" if held else "", status=rule or "")
 
 
 def _judge_text(text: str, kind: str, scorer: Scorer, threshold: float, source: int) -> list[Verdict]:
@@ -262,18 +275,24 @@ def judge(texts: Iterable[AssistantText | str], scorer: Scorer, threshold: float
     return out
 
 
-def extract_with(texts: Iterable[AssistantText | str], scorer: Scorer, threshold: float) -> list[Candidate]:
+def extract_with(texts: Iterable[AssistantText | str], scorer: Scorer, threshold: float, with_status: bool = False
+                 ) -> list[Candidate]:
     """Candidates from `texts` judged by `scorer` at `threshold` (the benchmark passes its per-fold scorers); the
-    kept sentences of one paragraph, and the kept items of one list, are one candidate (`_one_per_point`)."""
+    kept sentences of one paragraph, and the kept items of one list, are one candidate (`_one_per_point`);
+    `with_status`: the status sentences judged facts too, in order, marked `status` (for the decision log)."""
     texts = list(texts)
+    verdicts = judge(texts, scorer, threshold)
+    order = {id(v): i for i, v in enumerate(verdicts)}
+    points = [(order[id(g[0])], g, "") for g in _one_per_point([v for v in verdicts if v.keep])]
+    points += [(order[id(v)], [v], v.status) for v in verdicts if v.status and with_status]   # logged, not stored
     out = []
-    for group in _one_per_point([v for v in judge(texts, scorer, threshold) if v.keep]):
+    for _, group, status in sorted(points, key=lambda p: p[0]):
         v = max(group, key=lambda g: g.confidence)
         t = texts[v.source]
         uuid, offset, start = (None, 0, 0) if isinstance(t, str) else (t.uuid, t.offset, t.char_start)
         out.append(Candidate(_group_text(group), v.namespace, v.confidence, uuid, offset,
                              sum(g.redacted for g in group), start + group[0].start, v.scope,
-                             any(g.kind == "summary" for g in group)))
+                             any(g.kind == "summary" for g in group), status))
     return out
 
 
@@ -333,12 +352,13 @@ def _group_text(group: list[Verdict]) -> str:
     return lead.rstrip() + "".join(f"\n- {g.text[len(lead):]}" for g in group)
 
 
-def extract_candidates(texts: Iterable[AssistantText | str], *, min_confidence: float | None = None
-                       ) -> list[Candidate]:
+def extract_candidates(texts: Iterable[AssistantText | str], *, min_confidence: float | None = None,
+                       with_status: bool = False) -> list[Candidate]:
     """Candidates from assistant texts, what the user typed and compaction summaries, in order; no
     de-duplication (the store does that).
 
-    `min_confidence`: the probability floor (None: the threshold shipped with the scorer's weights).
+    `min_confidence`: the probability floor (None: the threshold shipped with the scorer's weights);
+    `with_status`: see `extract_with`.
     """
     scorer = load_scorer()
-    return extract_with(texts, scorer, scorer.threshold if min_confidence is None else min_confidence)
+    return extract_with(texts, scorer, scorer.threshold if min_confidence is None else min_confidence, with_status)

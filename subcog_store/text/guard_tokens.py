@@ -163,6 +163,9 @@ _EDGES = "\"'`,;!?()[]{}*"
 _ABBREVIATION = re.compile(r"(?:[a-z]\.)+[a-z]?|\w+'s?", re.IGNORECASE)   # "U.S.", "N.Y.", "Microsoft's"
 
 
+_CALL_ARGS = re.compile(r"\([^()]*\)?$")   # "build(input)", "build()", a call cut short: "build(input"
+
+
 @lru_cache(maxsize=4096)
 def identifiers(text: str) -> frozenset[str]:
     """Words written like code, case-folded: with `_`, a dot, slash or colon inside (file, path, module, host),
@@ -193,10 +196,14 @@ def _present(word: str, text: str) -> bool:
     return False
 
 
-def identifiers_apart(older: str, newer: str) -> tuple[list[str], list[str]]:
-    """The identifiers of each text that the other does not write."""
-    return ([w for w in sorted(identifiers(older)) if not _present(w, newer)],
-            [w for w in sorted(identifiers(newer)) if not _present(w, older)])
+def identifiers_apart(older: str, newer: str, bare: bool = False) -> tuple[list[str], list[str]]:
+    """The identifiers of each text that the other does not write; `bare`: a call's arguments left out
+    ("build(input)" is written where "build()" is)."""
+    def form(word: str) -> str:
+        return _CALL_ARGS.sub("", word) if bare else word
+
+    return ([w for w in sorted(identifiers(older)) if not _present(form(w), newer)],
+            [w for w in sorted(identifiers(newer)) if not _present(form(w), older)])
 
 
 def clear_caches() -> None:
