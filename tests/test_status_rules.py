@@ -24,6 +24,11 @@ def test_a_status_sentence_names_its_rule(sentence, rule):
     assert status_rule(sentence) == rule
 
 
+def test_an_item_under_a_status_section_is_status():
+    assert status_rule("Windows Defender real-time protection is off.", "**Remaining Gaps:**") == "section"
+    assert status_rule("Windows Defender real-time protection is off.", "Key findings of the audit:") is None
+
+
 @pytest.mark.parametrize("sentence", [
     "The user table keeps one row per account, keyed by the email address.",
     "The health endpoint returns 200 while the database answers, else 503.",

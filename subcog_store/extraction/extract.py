@@ -165,7 +165,7 @@ def _judge_units(units: list[Unit], scorer: Scorer, threshold: float, source: in
         chatter = any(f.get(k) for k in CHATTER)
         signal = signal_of(unit.text, f)
         text, why, conf, ns, status = unit.text, "", p, signal or namespace_of(f), ""
-        if rule := status_rule(unit.text):
+        if rule := status_rule(unit.text, unit.lead if unit.kind == "item" else ""):
             why = "status"
             if p >= threshold or signal and SIGNAL_CONFIDENCE >= threshold:   # judged a fact, vetoed as status
                 status, conf = rule, max(p, SIGNAL_CONFIDENCE if signal else p)

@@ -5,7 +5,7 @@
 Japanese) were written from the labelling guideline and the issue's examples before they were measured; the later
 ones (session, checks, pending, commit, section) were chosen on the training sessions' stale labels
 (`bench/capture/train_stale.py rules`). The held-out sessions only judge them. A sentence vetoed here that the
-scorer would have kept is logged by the capture (`status_skip`), never dropped silently.
+scorer would have kept is logged by the capture (an `auto_reject` of policy `status`), never dropped silently.
 """
 from __future__ import annotations
 
@@ -64,13 +64,15 @@ RULES = {"state": _STATE, "task": _TASK, "tracker": _TRACKER, "session": _SESSIO
          "pending": _PENDING, "commit": _COMMIT, "section": _SECTION}
 
 
-def status_rule(sentence: str) -> str | None:
-    """The name of the first rule that calls the sentence status (see `RULES`; "japanese" for the Japanese forms),
-    or None."""
+def status_rule(sentence: str, lead: str = "") -> str | None:
+    """The name of the first rule that calls the sentence status (see `RULES`; "japanese" for the Japanese forms;
+    "section" too for a list item whose `lead` is a status section's title, "Remaining Gaps:"), or None."""
     for name, pattern in RULES.items():
         if pattern.search(sentence):
             return name
-    return "japanese" if not sentence.isascii() and _CJK_STATE.search(sentence) else None   # every word Japanese
+    if not sentence.isascii() and _CJK_STATE.search(sentence):   # every word of it is Japanese
+        return "japanese"
+    return "section" if lead and _SECTION.search(lead.strip("*_ ")) else None
 
 
 def is_status(sentence: str) -> bool:
