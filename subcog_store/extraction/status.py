@@ -37,8 +37,9 @@ _TRACKER = LazyPattern(r"\b[A-Z][A-Z0-9]+-\d+\b[^.]{0,30}\b(?:is |was )?(?:in re
 # Chosen on the training sessions (bench/capture/RESULTS.md, "stale on the training sessions"): each kept because,
 # on the 4,696 labelled training units, at most one in five of its hits is a labelled lasting fact, and, on the
 # memories main stored from those sessions (labels_stale/), it hits at least twice as many stale memories as not.
-# What the session is about, not what the project is: the user's request of the moment, the investigation under way.
-_SESSION = LazyPattern(r"^(?:the )?user(?:'s)? (?:asked|said|says|asks|wants|requested|original request)"
+# What the session is about, not what the project is: the user's request of the moment, the investigation under way
+# ("the user said" is left out: in a summary it reports the user's decisions, two of them training facts).
+_SESSION = LazyPattern(r"^(?:the )?user(?:'s)? (?:asked|asks|wants|requested|original request)"
                        r"|\blatest user message\b|\bwas in the middle of\b|^investigat(?:e|ing|ion into)\b", _I)
 # The outcome of a check at that moment: a review's or a health report's verdict, checks and linters passing.
 _CHECKS = LazyPattern(r"^(?:overall )?(?:status|result|verdict|health)\s*:\s*(?:✅|❌|healthy|excellent|ok\b|passed"
