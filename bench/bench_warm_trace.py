@@ -1,12 +1,13 @@
 """Where the warm worker's prompt and pre-compact time goes, beside a baseline tree: `python -m bench.bench_warm_trace`.
 
-    python -m bench.bench_warm_trace --baseline ../wt-22-base [--reps 12] [--size 10000]
+    python -m bench.bench_warm_trace --baseline ../wt-22-base [--reps 12] [--size 10000] [--cache-off] [--sections]
 
-Three warm workers at once, each with its own runtime directory and store copies, their runs in rotating order
-(A B C, B C A, ...): this checkout; this checkout with SUBCOG_SESSION_TEXT_ENABLED=false (what issue 25's
-session text costs); with `--cache-off`, also with the vector cache off (bench/warm_probe/sitecustomize.py: what
-its first load on a new store file costs); the baseline tree's code (bench_hook's --tree way: this checkout's bench and interpreter,
-the tree's package first on the path, its installed hook script). Per run and tree: user-prompt-submit on a new
+Three warm workers at once (four with `--cache-off`), each with its own runtime directory and store copies, their
+runs in rotating order (A B C, B C A, ...): this checkout; this checkout with SUBCOG_SESSION_TEXT_ENABLED=false
+(what issue 25's session text costs); with `--cache-off`, also with session text and the vector cache off
+(bench/warm_probe/sitecustomize.py: what its first load on a new store file costs); the baseline tree's code
+(bench_hook's --tree way: this checkout's bench and interpreter, the tree's package first on the path, its
+installed hook script). Per run and tree: user-prompt-submit on a new
 copy of the store (bench_hook's way: a store file the worker has never seen), user-prompt-submit on one store
 file kept for the whole run (a user's store: the worker's caches of it stay loaded), and pre-compact (a) on a
 new copy (18-19 new candidates; its background capture awaited). For each, the hook process's wall time, its

@@ -15,9 +15,9 @@ last baseline's bench/out unless SUBCOG_BENCH_EMBED_CACHE says otherwise (a tree
 `--off` adds a third kind of run, this checkout with the changed-facts step switched off in the benchmark only
 (`dedup.outdated.find_outdated` replaced by one that finds nothing; there is no product switch): what the capture
 costs without issue 24's feature, to tell its cost from the rest. `--dump DIR` writes each run's decisions (the
-decision log and the memories, times left out, ids by insertion rank: bench/same_outputs.py's `dump`) to
-DIR/<run>-<round>.txt, so two checkouts' decisions and links on the same captures can be compared line by line.
-Both need a tree with the changed-facts step; the child runs with PYTHONHASHSEED=0 (the judge iterates sets).
+decision log and the memories, times left out, ids by insertion rank) to DIR/<run>-<round>.txt, so two
+checkouts' decisions and links on the same captures can be compared line by line (`cmp`). Every child runs with
+PYTHONHASHSEED=0 (the judge iterates sets) and the same SUBCOG_SHARED_DIR (the corpus's natural sentences).
 """
 from __future__ import annotations
 
@@ -196,7 +196,8 @@ def run_child(tree: Path, size: int, captures: int, env: dict[str, str], off: bo
         Path(str(db) + suffix).unlink(missing_ok=True)
     proc = subprocess.run([str(tree / ".venv" / "bin" / "python"), "-c", CHILD, str(size), str(captures), str(db),
                            "off" if off else "on"],
-                          cwd=tree, env=env | {"PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"}, capture_output=True, text=True)
+                          cwd=tree, env=env | {"PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"}, capture_output=True,
+                          text=True)
     if dump and proc.returncode == 0:   # by this checkout's code, the same for every tree
         Path(dump).write_text(decisions(db))
     for suffix in ("", "-wal", "-shm"):
