@@ -19,6 +19,7 @@ one set's TRAIN split and reported on the other set's TEST split, and the other 
 from __future__ import annotations
 
 import argparse
+import io
 import itertools
 import json
 import math
@@ -57,6 +58,10 @@ class Case:
     cov: np.ndarray
     outdated_by: list[int | None]  # index of the candidate that outdates this one (changed facts)
     top_cos: np.ndarray           # the vector side's best cosines, best first (at most GATE_TOP)
+    mu: float = float("nan")      # the mean and spread of the cosine over every memory of the project (round 5)
+    sd: float = float("nan")
+    rcos: np.ndarray | None = None   # the cosines of the prompt reduced to its content (query.content_of) ...
+    rtop: np.ndarray | None = None   # ... and its best GATE_TOP over every memory of the project (round 5)
 
     @property
     def relevant(self) -> bool:
@@ -114,10 +119,12 @@ def build_cases(sizes: tuple[int, ...]) -> list[Case]:
             by_project[project] = (mems, vecs, [set(terms(m.content)) for m in mems],
                                    [index.get(m.successor_id) for m in mems])
         qvecs = embedder.embed_batch([q.query for q in queries])
-        for q, qv in zip(queries, qvecs):
+        rvecs = embedder.embed_batch([content_of(q.query) or q.query for q in queries])
+        for q, qv, rv in zip(queries, qvecs, rvecs):
             mems, vecs, docs, succ = by_project[q.project]
-            own_cos = vecs @ qv
+            own_cos, own_r = vecs @ qv, vecs @ rv
             fcos_all = fvec @ qv if big else np.zeros(0)
+            fr_all = fvec @ rv if big else np.zeros(0)
             words = list(dict.fromkeys(terms(content_of(q.query))))
             for size in sizes:
                 fcos = fcos_all[:size]
@@ -135,15 +142,24 @@ def build_cases(sizes: tuple[int, ...]) -> list[Case]:
                 keep = set(np.argsort(-fcos)[:KEEP].tolist()) | set(np.argsort(-fcov)[:KEEP].tolist()) \
                     if size else set()
                 keep = sorted(keep)
-                allcos = np.concatenate([own_cos, fcos])
+                allcos, allr = np.concatenate([own_cos, fcos]), np.concatenate([own_r, fr_all[:size]])
                 top = np.sort(allcos)[::-1][:GATE_TOP]
                 out.append(Case(name, q.qid, q.split, q.kind, size, q.answers,
                                 [built.fact_of(m.id) for m in mems] + [None] * len(keep),
                                 np.concatenate([own_cos, fcos[keep]]), np.concatenate([own_cov, fcov[keep]]),
-                                list(succ) + [None] * len(keep), top))
+                                list(succ) + [None] * len(keep), top, float(allcos.mean()), float(allcos.std()),
+                                np.concatenate([own_r, fr_all[:size][keep]]), np.sort(allr)[::-1][:GATE_TOP]))
         store.close()
         print(f"{name}: cases built", flush=True)
     return out
+
+
+def load_cases(path: Path = CASES) -> list[Case]:
+    """The pickled cases, whichever module name pickled them (`-m bench.recall.scale_lab` pickles `__main__.Case`)."""
+    class Cases(pickle.Unpickler):
+        def find_class(self, module: str, name: str):
+            return Case if name == "Case" else super().find_class(module, name)
+    return Cases(io.BytesIO(path.read_bytes())).load()
 
 
 # -- scoring ---------------------------------------------------------------------------------------------------
@@ -381,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     if args.cached:
-        cases = pickle.loads(CASES.read_bytes())
+        cases = load_cases()
     else:
         cases = build_cases(tuple(int(s) for s in args.sizes.split(",")))
         CASES.write_bytes(pickle.dumps(cases))
