@@ -124,6 +124,9 @@ def test_hook_path_never_leaks(tmp_path):
         assert reports[-1]["captured"] or reports[-1]["skipped"], "a run made no progress"
         n = reports[-1]["redacted"]
         assert not n or f"redacted {n} secret{'' if n == 1 else 's'}" in outputs[name].stdout.decode()
+    # every run's report, the worker's turns on a deferred capture between the hook's runs included
+    reports = [json.loads(r) for (r,) in query(tmp_path / "s.db", "select report from hook_runs order by id")]
+    assert not any(r["dry_run"] for r in reports)
     outputs["session-start"] = session_start(tmp_path)
     for args in (["list", "--status", "all", "--limit", "1000"], ["review", "--all", "--limit", "1000"], ["stats"]):
         outputs[" ".join(args)] = ok(cli(tmp_path, *args))
@@ -141,7 +144,8 @@ def test_hook_path_never_leaks(tmp_path):
     missing = [i for i in range(len(SECRETS)) if not any(
         f"(ref K{i:03d})" in k and ("[REDACTED]" in k or "-----BEGIN" in SECRETS[i].text or "PuTTY" in SECRETS[i].text)
         for k in kept)]
-    assert not missing, [SECRETS[i].kind for i in missing]
+    assert not missing, ([SECRETS[i].kind for i in missing], [r["errors"] for r in reports],
+                         [r["truncated"] for r in reports])
     markers = [sum(e["content"].count("[REDACTED]") for e in r["captured"] + r["skipped"]) for r in reports]
     assert sum(markers) >= len(SECRETS) - 5
     # a run's count is of the candidates it extracted: one stopped early also counts those left to the next run
