@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from pathlib import Path
 __all__ = ["HeldOutSession", "Question", "load_sessions", "load_questions", "devmembench", "HERE"]
 
 HERE = Path(__file__).resolve().parent / "heldout"
+_URN = re.compile(r"subcog://\S+")
 DEVMEM_REPO = "prosperitypirate/opencode-memory"
 DEVMEM_PATH = "benchmark/src/dataset"
 
@@ -51,8 +53,9 @@ class Question:
         return bool(self.keys)
 
     def held_by(self, text: str) -> bool:
-        """Every key group has an alternative in `text` (case-insensitive, markdown ticks ignored)."""
-        hay = " ".join(text.replace("`", "").lower().split())
+        """Every key group has an alternative in `text` (case-insensitive, markdown ticks ignored, memory URNs left
+        out: their random ids hold digits and letters a short key such as "45" may match)."""
+        hay = " ".join(_URN.sub(" ", text).replace("`", "").lower().split())
         return bool(self.keys) and all(any(k.lower() in hay for k in group) for group in self.keys)
 
 
