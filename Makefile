@@ -19,6 +19,8 @@ $(STAMP): requirements.lock pyproject.toml
 
 models/.verified: $(STAMP) models/manifest.json
 	$(BIN)/python -m subcog_store.model.files fetch
+	@# the model and WordNet (models/wordnet-3.0); touched: a marker already right is not rewritten
+	@touch $@
 
 models: models/.verified
 

@@ -1,5 +1,5 @@
 """`doctor`: verify the store's invariants; each finding names what is wrong."""
-# Lazy imports: the worker's state is read only by the `doctor` command.
+# Lazy imports: the worker's state and the lexicon are read only by the `doctor` command.
 from __future__ import annotations
 
 import time
@@ -60,13 +60,23 @@ def worker_finding() -> Finding:
     return Finding("worker", info["state"] != "unsafe", detail)
 
 
+def lexicon_finding() -> Finding:
+    """The changed-fact guard's WordNet (models/manifest.json): verified, or absent (the guard judges without it,
+    fine); files that fail their size or sha256 fail (`python -m subcog_store.model.files fetch` replaces them)."""
+    from subcog_store.model import lexicon
+
+    state, detail = lexicon.status()
+    return Finding("guard_lexicon", state != "damaged", detail)
+
+
 CHECKS = 11   # the findings diagnose() makes before the worker's (the progress bar's total)
 
 
 def diagnose(con: "apsw.Connection", *, worker: bool = False,
              progress: Callable[[int, int, str], None] | None = None) -> list[Finding]:
     """Run every invariant check; a failed one has ok=False and up to five example ids. `worker`: also report
-    the warm worker (the `doctor` command). `progress(done, total, check)` is called as each check ends."""
+    the warm worker and the guard's lexicon (the `doctor` command). `progress(done, total, check)` is called as
+    each check ends."""
     findings: list[Finding] = []
 
     def add(check: str, bad: list[str], what: str) -> None:
@@ -103,7 +113,7 @@ def diagnose(con: "apsw.Connection", *, worker: bool = False,
         [row.describe() for row in pending.unreadable] + hook_state.set_aside_records(con),
         "pending capture records that cannot be read (kept in hook_pending_set_aside by fingerprint; their "
         "sessions' next capture reads on from the saved offset; `delete from hook_pending_set_aside` once seen)")
-    return findings + ([worker_finding()] if worker else [])
+    return findings + ([worker_finding(), lexicon_finding()] if worker else [])
 
 
 def _integrity(con: "apsw.Connection") -> list[str]:

