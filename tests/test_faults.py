@@ -185,6 +185,34 @@ def test_a_run_with_no_time_left_still_handles_its_minimum_and_goes_on_from_ther
     assert all(len(r.captured) == MIN_CAPTURES for r in runs[:-2])
 
 
+def test_a_run_stopped_between_two_groups_by_its_budget_says_so(tmp_path, monkeypatch):
+    """A run that captured its first group whole (past its minimum) and finds its budget gone before the next
+    group's extraction stops there; its status line says the budget stopped it, as a stop inside a group does
+    (the five-runs proof met this at load 4: "stopped early" and no reason)."""
+    from subcog_store.capture import session
+    from subcog_store.claude_code.handlers import pre_compact
+    from subcog_store.claude_code.report import system_message
+
+    scrub_environ(monkeypatch)
+    now = [0.0]   # still while the first group is captured, then past every deadline
+    capture_all = session._capture_all
+
+    def capture_then_late(*args, **kwargs):
+        stopped = capture_all(*args, **kwargs)
+        now[0] += 1000.0
+        return stopped
+    monkeypatch.setattr(session, "_capture_all", capture_then_late)
+    path = tmp_path / "huge.jsonl"
+    text = "\n\n".join(decision(i) for i in range(400))
+    assert len(text) > session.EXTRACT_CHARS   # a record of three pieces: two groups
+    path.write_bytes(assistant(text))
+    options = session.HookOptions(tmp_path / "s.db", budget_secs=2.0, clock=lambda: now[0],
+                                  environ={**NO_MODEL, "SUBCOG_HOOK_LOG": str(tmp_path / "hook.log")})
+    run = pre_compact(json.dumps(payload(path)).encode(), options)
+    assert run.truncated and session.MIN_CAPTURES < len(run.captured) < 400
+    assert "time budget used up" in system_message(run.report())
+
+
 class LateClock:
     """Every look at it finds 100 s gone: past the budget and past the client's timeout from the first look on."""
 

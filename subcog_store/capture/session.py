@@ -42,6 +42,7 @@ EXTRACT_SHARE = 0.5   # pending captures of others are redone only before this s
 PIECE_CHARS = 20_000  # a longer record is read in paragraph-aligned pieces of about this size
 MIN_READ_BYTES = 2 << 20  # of the transcript a hook run reads past its budget (before its limit): its minimum's
 MIN_CAPTURES = 32     # candidates a run handles past its budget, until its limit (run.TIMEOUT_MARGIN_SECS; README)
+BUDGET_USED = "time budget used up; the rest is captured next time"   # a run its budget stopped, as the user reads it
 SOURCES = {"pre-compact": "pre-compact-hook", "session-end": "session-end-hook", "post-compact": "compact-summary",
            "import-history": "import-history"}
 MAX_SUMMARY_CHARS = 200_000
@@ -216,6 +217,7 @@ def _extract_and_capture(run: Run, store, parts: list, at: Resume, options: Hook
         now = options.clock()
         short = handled < MIN_CAPTURES and (limit is None or now <= limit)
         if n and not short and now + extract_secs > deadline:
+            run.fail(BUDGET_USED, "budget")   # the next group's extraction would not fit: said as any budget stop
             run.truncated = True
             return Resume(group[0].offset, group[0].char_start)
         candidates = _log_status(store, known.extract(group), options, run)
@@ -346,7 +348,7 @@ def _capture_all(run: Run, store, candidates: list, options: HookOptions, deadli
                             limit=limit, at_least=at_least, clock=options.clock, chunk=options.embed_chunk or EMBED_CHUNK)
     for i, (c, o) in enumerate(zip(candidates, outcomes)):
         if not o.handled:
-            run.fail("time budget used up; the rest is captured next time", "budget")
+            run.fail(BUDGET_USED, "budget")
             return i
         if o.error is not None:
             if isinstance(o.error, DatabaseDamaged):
