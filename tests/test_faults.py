@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import apsw
@@ -463,6 +464,62 @@ def test_past_its_deadline_a_read_still_takes_its_minimum_of_bytes(tmp_path):
     assert late.truncated and 20 <= len(late.texts) <= 22 and late.next_offset >= 20 * line
     assert len(read_assistant_texts(path, deadline=0.0).texts) == 1   # no minimum: one line, as before
     assert len(read_assistant_texts(path, deadline=None, at_least_bytes=20 * line).texts) == 500
+
+
+def test_a_read_says_which_limit_stopped_it(tmp_path):
+    """The reader's early stop names its cause: its share of bytes, or its deadline; a whole read names none."""
+    from subcog_store.extraction.transcript import read_assistant_texts
+
+    path = tmp_path / "many.jsonl"
+    path.write_bytes(b"".join(assistant(decision(i), f"u{i}") for i in range(50)))
+    line = len(assistant(decision(0), "u0"))
+    assert read_assistant_texts(path, max_bytes=5 * line).stopped_by == "size"
+    assert read_assistant_texts(path, deadline=0.0, at_least_bytes=5 * line).stopped_by == "deadline"
+    whole = read_assistant_texts(path)
+    assert not whole.truncated and whole.stopped_by == ""
+
+
+def test_a_run_its_limits_stopped_is_partial_not_failed():
+    """A run stopped by its budget or its read's share of bytes, before it captured anything, is partial (the next
+    run goes on); a real error with nothing captured is a failure."""
+    from subcog_store.capture.run import Run
+    from subcog_store.capture.session import BUDGET_USED, READ_CAP_USED
+
+    stopped = Run(truncated=True)
+    stopped.fail(READ_CAP_USED, "size")
+    stopped.fail(BUDGET_USED, "budget")
+    stopped.fail(BUDGET_USED, "budget")
+    assert stopped.status == "partial" and len(stopped.errors) == 2
+    stopped.fail("transcript unreadable", OSError("gone"))
+    assert stopped.status == "failed"
+
+
+@pytest.mark.parametrize("limit, says", [("deadline", "time budget used up"), ("size", "as much of the transcript")])
+def test_a_run_the_reader_stopped_early_says_why(tmp_path, monkeypatch, limit, says):
+    """A hook run whose read of the transcript stopped early (its deadline, or the bytes one run reads) says why
+    in its status line, once, as the capture's own stops do; the rest is read by the next run."""
+    from subcog_store.capture import session
+    from subcog_store.claude_code.handlers import pre_compact
+    from subcog_store.claude_code.report import system_message
+    from subcog_store.extraction import transcript
+
+    from conftest import FakeClock
+
+    scrub_environ(monkeypatch)
+    path = tmp_path / "long.jsonl"
+    path.write_bytes(b"".join(assistant(decision(i), f"u{i}") for i in range(300)))
+    line = len(assistant(decision(0), "u0"))
+    if limit == "size":
+        monkeypatch.setattr(transcript, "MAX_READ_BYTES", 100 * line)
+    else:   # the reader finds every deadline passed: it reads its minimum of bytes, then stops
+        monkeypatch.setattr(session, "MIN_READ_BYTES", 100 * line)
+        monkeypatch.setattr(transcript, "time", types.SimpleNamespace(monotonic=lambda: math.inf))
+    options = session.HookOptions(tmp_path / "s.db", budget_secs=600.0, clock=FakeClock(time.monotonic()),
+                                  environ={**NO_MODEL, "SUBCOG_HOOK_LOG": str(tmp_path / "hook.log")})
+    run = pre_compact(json.dumps(payload(path)).encode(), options)   # the capture's still clock: only the reader
+    assert run.truncated and 0 < len(run.captured) < 300
+    message = system_message(run.report())
+    assert says in message and message.count(says) == 1 and len(run.errors) == 1, (message, run.errors)
 
 
 def test_a_hooks_budget_counts_its_process_start_up(monkeypatch):

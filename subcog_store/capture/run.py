@@ -101,6 +101,9 @@ class HookOptions:
         return ["auto-captured", "compact-summary" if self.event == "post-compact" else self.event]
 
 
+LIMIT_STOPS = ("budget", "size")   # the details of a run stopped by its time budget or its read's share of bytes
+
+
 @dataclass
 class Run:
     """What one pre-compact run did; `report()` is what is stored and shown."""
@@ -122,7 +125,10 @@ class Run:
     stored: list[str] = field(default_factory=list)     # ids of the memories this run stored
 
     def fail(self, summary: str, error: BaseException | str) -> None:
+        """Record an error (the same one once: a run can meet its budget in more than one step)."""
         detail = f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else error
+        if {"summary": summary, "detail": detail[:500]} in self.errors:
+            return
         self.errors.append({"summary": summary, "detail": detail[:500]})
         log.warning("capture: %s: %s", summary, detail[:500])
 
@@ -135,8 +141,8 @@ class Run:
     def status(self) -> str:
         if self.dry_run:
             return "dry_run"
-        return "failed" if self.errors and not self.captured else ("partial" if self.errors or self.truncated
-                                                                     else "ok")
+        failed = [e for e in self.errors if e["detail"] not in LIMIT_STOPS]   # a stop at a limit is no failure
+        return "failed" if failed and not self.captured else ("partial" if self.errors or self.truncated else "ok")
 
 
 def new_run(options: HookOptions, trigger: str | None = None) -> Run:

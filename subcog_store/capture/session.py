@@ -43,6 +43,7 @@ PIECE_CHARS = 20_000  # a longer record is read in paragraph-aligned pieces of a
 MIN_READ_BYTES = 2 << 20  # of the transcript a hook run reads past its budget (before its limit): its minimum's
 MIN_CAPTURES = 32     # candidates a run handles past its budget, until its limit (run.TIMEOUT_MARGIN_SECS; README)
 BUDGET_USED = "time budget used up; the rest is captured next time"   # a run its budget stopped, as the user reads it
+READ_CAP_USED = "read as much of the transcript as one run reads; the rest is read next time"   # MAX_READ_BYTES
 SOURCES = {"pre-compact": "pre-compact-hook", "session-end": "session-end-hook", "post-compact": "compact-summary",
            "import-history": "import-history"}
 MAX_SUMMARY_CHARS = 200_000
@@ -184,6 +185,8 @@ def _capture_transcript(run: Run, options: HookOptions, deadline: float, limit: 
                 hook_pending.clear(store, session_key, run.transcript_path)
             return []
         run.records, run.bad_lines, run.truncated = read.records, read.bad_lines, read.truncated
+        if read.truncated:   # the reader's stop is said as the other stops are
+            run.fail(*((BUDGET_USED, "budget") if read.stopped_by == "deadline" else (READ_CAP_USED, "size")))
         parts = [piece for text in read.texts
                  for piece in pieces(text, chars if text.offset == offset else 0)]
         known = KnownEmpty(store.con, options.min_confidence)

@@ -19,6 +19,7 @@ from subcog_store.text.lazy_regex import LazyPattern
 __all__ = ["AssistantText", "ReadResult", "TranscriptError", "read_assistant_texts"]
 
 MAX_LINE = 32 << 20  # a longer line is skipped as bad without being held in memory
+MAX_READ_BYTES = 64 << 20  # one read's default share of a transcript (`max_bytes`); the next read resumes after it
 _CHUNK = 1 << 20
 
 
@@ -50,6 +51,7 @@ class ReadResult:
     records: int = 0  # complete non-blank lines consumed (bad ones included)
     bad_lines: int = 0  # not UTF-8, not JSON, not a JSON object, or longer than MAX_LINE
     truncated: bool = False  # stopped early on max_bytes or deadline
+    stopped_by: str = ""  # when truncated: "size" (max_bytes consumed) or "deadline"
 
 
 def _str(value: object) -> str | None:
@@ -125,7 +127,7 @@ def read_assistant_texts(
     *,
     include_sidechain: bool = False,
     include_user: bool = False,
-    max_bytes: int = 64 << 20,
+    max_bytes: int | None = None,
     deadline: float | None = None,
     at_least_bytes: int = 0,
 ) -> ReadResult:
@@ -135,8 +137,9 @@ def read_assistant_texts(
     plus compaction summaries (`isCompactSummary: true`, whatever their type or sidechain flag: `kind="summary"`)
     and, with `include_user`, what the user typed in the main thread (`kind="user"`, see `_user_text`).
     A start offset past the end of the file (file replaced or truncated) restarts at 0. Reading stops, with
-    `truncated=True`, once `max_bytes` have been consumed (at least one line is always read) or when
-    `time.monotonic()` passes `deadline` once `at_least_bytes` are read (a minimum of work, whatever the time).
+    `truncated=True`, once `max_bytes` (default MAX_READ_BYTES) have been consumed (at least one line is always
+    read) or when `time.monotonic()` passes `deadline` once `at_least_bytes` are read (a minimum of work, whatever
+    the time); `stopped_by` says which.
     Raises TranscriptError when the file cannot be opened or read.
     """
     try:  # non-blocking: a FIFO or device must not hang the hook before the regular-file check
@@ -157,7 +160,8 @@ def read_assistant_texts(
             size = info.st_size
             start = start_offset if 0 <= start_offset <= size else 0
             f.seek(start)
-            return _read(f, start, size, include_sidechain, include_user, max_bytes, deadline, at_least_bytes)
+            return _read(f, start, size, include_sidechain, include_user, MAX_READ_BYTES if max_bytes is None
+                         else max_bytes, deadline, at_least_bytes)
     except OSError as e:
         raise TranscriptError(f"cannot read transcript {os.fspath(path)!r}: {e.strerror or e}") from e
 
@@ -174,6 +178,7 @@ def _read(
         over = pos - start >= max_bytes or late
         if over and start < pos < size:
             result.truncated = True
+            result.stopped_by = "size" if pos - start >= max_bytes else "deadline"
             break
         raw = f.readline(MAX_LINE)
         if not raw:
