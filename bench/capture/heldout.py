@@ -89,15 +89,16 @@ def _fetch(entry: dict, cache: Path) -> Path | None:
     return path
 
 
-def load_sessions(cache: Path) -> list[HeldOutSession]:
-    """The labelled held-out sessions that can be found (see the module docstring); [] when none."""
+def load_sessions(cache: Path, folder: Path = HERE) -> list[HeldOutSession]:
+    """The labelled sessions of `folder` (its `sessions.json` and `labels/`; by default the held-out ones) that can
+    be found (see the module docstring); [] when none."""
     out = []
-    for entry in json.loads((HERE / "sessions.json").read_text(encoding="utf-8")):
+    for entry in json.loads((folder / "sessions.json").read_text(encoding="utf-8")):
         path = _fetch(entry, cache)
         if path is None:
             continue
         labels: dict = defaultdict(list)
-        for line in (HERE / "labels" / f"{entry['name']}.jsonl").read_text(encoding="utf-8").splitlines():
+        for line in (folder / "labels" / f"{entry['name']}.jsonl").read_text(encoding="utf-8").splitlines():
             row = json.loads(line)
             labels[(row["uuid"], row["sentence_sha"])].append(row)
         out.append(HeldOutSession(entry["name"], entry["project"], path, dict(labels)))

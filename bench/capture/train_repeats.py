@@ -4,7 +4,7 @@
         [--examples N]
 
 Captures the 18 training sessions (../shared/samples/real/train; one fresh store per project, the sessions in
-name order) with the session-end hook of `--tree` (default: this checkout; `bench_heldout.run_tree`, worker off,
+name order; with --more the `train_more` sessions too, read from a mirror as `heldout.py` reads the held-out ones) with the session-end hook of `--tree` (default: this checkout; `bench_heldout.run_tree`, worker off,
 the shipped scorer: in sample), then takes each stored memory in the order it was stored and the nearest earlier
 memory of its session (cosine of the real model). From `--floor` up it reports the pair: where each comes from
 (the assistant's text, a compaction summary, the user: traced to the training labels as `bench_heldout` traces
@@ -64,7 +64,20 @@ def cause(older: str, newer: str, sim: float, from_summary: bool, phrases) -> st
     return "repeat" if sr.is_session_repeat(older, newer, sim, phrases, from_summary) else "other"
 
 
-def pairs(tree: Path, data: Path, floor: float, work: Path) -> tuple[Counter, list[dict]]:
+def more_labelled(s) -> list[Labelled]:
+    """The labelled units of a `train_more` session (`train_stale.more_sessions`), `stale` holding the unit's kind."""
+    rows = {k: list(v) for k, v in s.labels.items()}
+    out = []
+    for _, kind, t, u in session_units(s.path):
+        if pending := rows.get((t.uuid, u.sha)):
+            out.append(Labelled(u.text, pending.pop(0)["label"], None, kind))
+    return out
+
+
+def pairs(tree: Path, data: Path, floor: float, work: Path, more: bool = False,
+          dumps: list[Path] | None = None) -> tuple[Counter, list[dict]]:
+    """The pairs (see the module docstring); with `dumps` (`train_stale dump` files of one tree) the memories are
+    read from them, in the order they were stored, instead of captured again."""
     from subcog_store.model.embedder import Embedder
 
     embedder = Embedder(REPO / "models")
@@ -74,21 +87,37 @@ def pairs(tree: Path, data: Path, floor: float, work: Path) -> tuple[Counter, li
         v = embedder.embed_batch([a, b])
         return float(v[0] @ v[1])
 
-    projects: dict[str, list[Path]] = defaultdict(list)
-    for path in sorted(data.glob("*.jsonl")):
-        projects[path.name.split("-")[0]].append(path)
+    projects: dict[str, list[tuple[str, Path]]] = defaultdict(list)
+    units_of = {}
+    for path in sorted(data.glob("*.jsonl")) if data.is_dir() else ():
+        projects[path.name.split("-")[0]].append((path.stem, path))
+        units_of[path.stem] = lambda path=path: labelled(path)
+    if more:
+        from bench.capture.train_stale import more_sessions
+
+        (work / "more").mkdir(parents=True, exist_ok=True)
+        for s in more_sessions(work / "more"):
+            projects[s.project].append((s.name, s.path))
+            units_of[s.name] = lambda s=s: more_labelled(s)
     counts: Counter = Counter()
     out = []
-    for project, paths in projects.items():
-        result = run_tree(tree, project, [(p.stem, p) for p in paths], [], work / project)
-        con = sqlite3.connect(work / project / "memories.db")
-        seq = dict(con.execute("select id, seq from memories"))
-        con.close()
+    dumped = [m for d in dumps or () for m in json.loads(d.read_text(encoding="utf-8"))]
+    for project, sessions in projects.items():
         by_session = defaultdict(list)
-        for m in sorted(result["memories"], key=lambda m: seq[m["id"]]):
-            by_session[m["session_id"]].append(m)
+        if dumps:
+            names = {n for n, _ in sessions}
+            for m in dumped:   # a dump lists each project's memories in the order they were stored
+                if m["session_id"] in names:
+                    by_session[m["session_id"]].append(m)
+        else:
+            result = run_tree(tree, project, sessions, [], work / project)
+            con = sqlite3.connect(work / project / "memories.db")
+            seq = dict(con.execute("select id, seq from memories"))
+            con.close()
+            for m in sorted(result["memories"], key=lambda m: seq[m["id"]]):
+                by_session[m["session_id"]].append(m)
         for session, memories in by_session.items():
-            units = labelled(data / f"{session}.jsonl")
+            units = units_of[session]()
             held: set[int] = set()
             for m in memories:
                 us = traced(m["content"], units)
@@ -143,12 +172,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=ts.DATA)
     ap.add_argument("--floor", type=float, default=BANDS[0])
     ap.add_argument("--examples", type=int, default=0)
+    ap.add_argument("--more", action="store_true", help="the train_more sessions too (read from a mirror)")
+    ap.add_argument("--dump", type=Path, nargs="*", help="read the memories from these train_stale dumps")
     args = ap.parse_args(argv)
-    if not args.data.is_dir():
+    if not args.data.is_dir() and not args.more:
         print(f"{args.data}: no training sessions; nothing measured")
         return 0
     with tempfile.TemporaryDirectory(prefix="subcog-train-repeats-") as tmp:
-        counts, found = pairs(args.tree.resolve(), args.data, args.floor, Path(tmp))
+        counts, found = pairs(args.tree.resolve(), args.data, args.floor, Path(tmp), args.more, args.dump)
     print(render(counts, found, args.examples))
     return 0
 
