@@ -19,6 +19,8 @@ from subcog_store.extraction.status import is_status, status_rule
     ("Min-width collapse landed in 2e35bd09, verified end to end.", "commit"),
     ("Both fixed and committed, tree clean.", "commit"),
     ("Current Work: debugging the upload 500 errors.", "section"),
+    ("The staging environment for the release doesn't exist yet.", "not-yet"),
+    ("The MFA phase has not been started: its plan directory is empty.", "not-yet"),
 ])
 def test_a_status_sentence_names_its_rule(sentence, rule):
     assert status_rule(sentence) == rule

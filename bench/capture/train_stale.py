@@ -3,7 +3,9 @@ ended (a status line, or a belief the session later corrected), against a small 
 
     cd <checkout> && nice -n 10 .venv/bin/python -m bench.capture.train_stale dump [--tree DIR] OUT.json
     .venv/bin/python -m bench.capture.train_stale score DUMP.json [DUMP.json ...]
-    .venv/bin/python -m bench.capture.train_stale rules DUMP.json
+    .venv/bin/python -m bench.capture.train_stale rules [--candidates] DUMP.json
+
+With `SUBCOG_MIRROR_DIR` set (a mirror of the `train_more` repositories) every command takes those sessions too.
 
 `dump` captures the 18 training sessions (../shared/samples/real/train; one fresh store per project, worker off,
 the tree's own hooks, `bench_heldout.run_tree`) and the sessions of `train_more/` (other projects' public
@@ -17,7 +19,9 @@ the training text is printed, never written to the repository). The labelling ru
 `rules` is the evidence each status rule (`extraction/status.RULES`) was kept or dropped on: its hits among the
 labelled training units (lasting facts / not) and among the memories of a dump (stale-labelled / not). A rule is
 kept when at most one in five of its unit hits is a lasting fact and it hits at least twice as many stale memories
-as others (fixed before the candidates were counted).
+as others (fixed before the candidates were counted). `--candidates` prints the same for the candidates that
+failed for lack of evidence in session 11 (`CANDIDATES`), with the verdict of that criterion (session 12: at
+least 3 unit hits and 2 stale memories besides).
 """
 from __future__ import annotations
 
