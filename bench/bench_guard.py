@@ -18,7 +18,6 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 
-import numpy as np
 
 from bench.guard.baseline import BASE, baseline_verdict, new_verdict
 from bench.guard.data import HERE, PairSet, PhraseCache, available, load

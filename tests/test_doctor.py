@@ -175,7 +175,7 @@ def test_cli_doctor_exit_codes(seeded) -> None:
     drop_vector(store.con, seq_of(store, ids[0]))
     bad = run_doctor(path)
     assert bad.returncode == 6
-    assert f"FAIL active_memory_has_vector: 1 active memories without a vector" in bad.stdout and ids[0] in bad.stdout
+    assert "FAIL active_memory_has_vector: 1 active memories without a vector" in bad.stdout and ids[0] in bad.stdout
 
     as_json = run_doctor(path, "--json")
     assert as_json.returncode == 6

@@ -20,7 +20,7 @@ import apsw
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from conftest import hook_output_problems as problems, shared_path
+from conftest import hook_output_problems as problems
 from helpers import BROKEN_RUN_SECS, UNHURRIED, clean_environ, read_rows, run_cli, run_hook, wait_for
 from subcog_store.capture.session import HookOptions
 from subcog_store.claude_code.handlers import pre_compact

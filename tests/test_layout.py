@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 import apsw
-import pytest
 
 from subcog_store.config import SPECS
-from subcog_store.db.sqlfiles import q, queries
+from subcog_store.db.sqlfiles import queries
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "subcog_store"

@@ -3,8 +3,6 @@ timeout; what the command receives on stdin; the fallbacks; and what the decisio
 from __future__ import annotations
 
 import json
-import shlex
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +11,7 @@ from subcog_store.dedup import plugins
 from subcog_store.clock import iso
 from subcog_store.doctor import diagnose
 from subcog_store.store import Store
-from policy_texts import PLUGINS, NS, A, NEAR, GRAY, MERGEABLE, FAR, cmd
+from policy_texts import NS, NEAR, GRAY, MERGEABLE, FAR, cmd
 
 TIMEOUT = 3.0        # the sleeping plugins' timeout: they sleep 30 s, so they are cut off whatever the load
 START_BOUND = 120.0  # the other plugins': a cold Python start on a busy machine never reaches it

@@ -2,7 +2,6 @@
 refused when newer, every SQLite table and view with its PostgreSQL counterpart, the recent window's pruning."""
 from __future__ import annotations
 
-import random
 import unicodedata
 from pathlib import Path
 

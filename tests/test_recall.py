@@ -3,7 +3,6 @@ once, within budget, nothing when nothing fits). Real SQLite, real model."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 

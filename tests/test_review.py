@@ -4,10 +4,8 @@ sqlite3 shell without the extension. `doctor` must pass after every operation.""
 from __future__ import annotations
 
 import json
-import shlex
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,7 +22,7 @@ from subcog_store.doctor import diagnose
 from subcog_store.errors import InvalidInput, NotFound
 from subcog_store.db import vectors as db_vectors
 from subcog_store.store import Store
-from policy_texts import PLUGINS, NS, A, NEAR, GRAY, MERGEABLE, MERGED, cmd
+from policy_texts import NS, A, NEAR, GRAY, MERGEABLE, MERGED, cmd
 
 CHANGED = ("The cache TTL is set to 5 minutes for the session tokens in production.",
            "The cache TTL is set to 10 minutes for the session tokens in production.")

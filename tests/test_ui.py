@@ -6,7 +6,6 @@ from __future__ import annotations
 import http.client
 import socket
 import subprocess
-from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest

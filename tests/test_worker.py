@@ -28,7 +28,6 @@ from hypothesis import given, settings, strategies as st
 
 from conftest import worker_pids, clean_environ, cli_command, hook_output_problems, shared_path
 from helpers import BROKEN_RUN_SECS, UNHURRIED, read_rows, run_cli, run_hook, wait_for
-from subcog_store.config import SPECS
 from subcog_store.worker import client, lifecycle, protocol
 
 REPO = Path(__file__).resolve().parents[1]

@@ -22,7 +22,6 @@ import sys
 from pathlib import Path
 
 from subcog_store.extraction.sentences import split_units
-from subcog_store.extraction.summary import split_sections
 from subcog_store.extraction.transcript import read_assistant_texts
 
 __all__ = ["session_units", "parse_notes"]

@@ -10,7 +10,6 @@ The model is loaded only when a merged text needs a vector (never on a dry run).
 """
 from __future__ import annotations
 
-import json
 import time
 from typing import TYPE_CHECKING, Callable
 

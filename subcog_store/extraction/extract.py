@@ -25,7 +25,6 @@ FACTS_CONFIDENCE, a user's choice or preference as USER_CONFIDENCE, the fact of 
 """
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from dataclasses import dataclass, replace
 from functools import lru_cache

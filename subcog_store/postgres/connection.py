@@ -9,7 +9,6 @@ SERIALIZABLE and no "could not serialize" error can reach a caller.
 from __future__ import annotations
 
 import os
-import re
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterator, Mapping
 
