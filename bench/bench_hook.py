@@ -161,7 +161,7 @@ def corpus_vectors(n: int, log) -> tuple[list[str], np.ndarray, str]:
     corpus = corpus_mod.build(100_000, n_queries=10, n_fresh=10)
     sentences = corpus.sentences[:n]
     chunks = [sentences[i:i + corpus_mod.CHUNK] for i in range(0, n, corpus_mod.CHUNK)]
-    cached = [c for c in chunks if corpus_mod._chunk_path(c).exists()]
+    cached = [c for c in chunks if corpus_mod._cached_chunk(c) is not None]
     if len(cached) == len(chunks):
         vectors, _ = corpus_mod.embed_cached(sentences, log=log)
         return sentences, vectors, "corpus embeddings (cached)"
@@ -170,7 +170,7 @@ def corpus_vectors(n: int, log) -> tuple[list[str], np.ndarray, str]:
         base = rng.standard_normal((n, 384)).astype(np.float32)
         source = "random unit vectors (no embedding cache in bench/out)"
     else:
-        have = np.concatenate([np.load(corpus_mod._chunk_path(c)) for c in cached])
+        have = np.concatenate([np.load(corpus_mod._cached_chunk(c)) for c in cached])
         rng = np.random.default_rng(0)
         base = have[rng.integers(0, len(have), n)] + 0.05 * rng.standard_normal((n, 384)).astype(np.float32)
         base[:len(have)] = have[:n]

@@ -240,27 +240,55 @@ def build(size: int = 100_000, n_queries: int = 1000, n_fresh: int = 1000) -> Co
 CHUNK = 5000
 
 
-def _chunk_path(texts: list[str]) -> Path:
+def model_key() -> bytes:
+    """What the cached vectors depend on: the model's part of models/manifest.json (its `model` and `files`), not
+    the sections beside it (WordNet's `lexicon`, added later, left every vector as it was)."""
+    if not MODEL_MANIFEST.exists():
+        return b"no-manifest"
+    spec = json.loads(MODEL_MANIFEST.read_text(encoding="utf-8"))
+    return json.dumps({k: spec.get(k) for k in ("model", "files")}, sort_keys=True).encode()
+
+
+def _chunk_path(texts: list[str], key: bytes | None = None) -> Path:
     h = hashlib.sha256()
-    h.update(MODEL_MANIFEST.read_bytes() if MODEL_MANIFEST.exists() else b"no-manifest")
+    h.update(model_key() if key is None else key)
     for text in texts:
         h.update(text.encode("utf-8") + b"\n")
     return EMBED_CACHE_DIR / f"emb-{len(texts)}-{h.hexdigest()[:16]}.npy"
 
 
+def _cached_chunk(texts: list[str]) -> Path | None:
+    """The chunk's cached vectors: under the model's key, or under the whole manifest's (the key before
+    `model_key`, still shared by caches written since the lexicon section; linked to the model's key when found)."""
+    path = _chunk_path(texts)
+    if path.exists():
+        return path
+    if MODEL_MANIFEST.exists():
+        legacy = _chunk_path(texts, MODEL_MANIFEST.read_bytes())
+        if legacy.exists():
+            try:
+                os.link(legacy, path)
+            except OSError:
+                return legacy
+            return path
+    return None
+
+
 def embed_cached(texts: list[str], *, log=print) -> tuple[np.ndarray, dict]:
     """Unit vectors of `texts`, embedded in chunks of CHUNK sentences; each chunk is cached in EMBED_CACHE_DIR
-    under a hash of the model manifest and its sentences, so a prefix of the corpus reuses the cache and an
-    interrupted first run resumes where it stopped. info: how many were embedded now and how long it took."""
+    under a hash of the model's manifest entries (`model_key`) and its sentences, so a prefix of the corpus reuses
+    the cache and an interrupted first run resumes where it stopped. info: how many were embedded now and how long
+    it took."""
     EMBED_CACHE_DIR.mkdir(parents=True, exist_ok=True)
     parts: list[np.ndarray] = []
     embedder, embedded, seconds, load_s = None, 0, 0.0, 0.0
     for start in range(0, len(texts), CHUNK):
         chunk = texts[start:start + CHUNK]
-        path = _chunk_path(chunk)
-        if path.exists():
-            parts.append(np.load(path))
+        cached = _cached_chunk(chunk)
+        if cached is not None:
+            parts.append(np.load(cached))
             continue
+        path = _chunk_path(chunk)
         if embedder is None:
             from subcog_store.model.embedder import Embedder
 
