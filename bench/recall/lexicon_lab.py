@@ -28,6 +28,7 @@ Results: bench/recall/RESULTS.md, round 6.
 from __future__ import annotations
 
 import argparse
+import io
 import math
 import pickle
 import sys
@@ -106,7 +107,7 @@ class Q:
 
 def base_data(rebuild: bool = False) -> tuple[dict[tuple[str, str], Project], list[Q]]:
     if DATA.exists() and not rebuild:
-        return pickle.loads(DATA.read_bytes())
+        return _load(DATA)
     from subcog_store.model.embedder import Embedder
     from subcog_store.recall.query import content_of, terms
 
@@ -133,6 +134,16 @@ def base_data(rebuild: bool = False) -> tuple[dict[tuple[str, str], Project], li
         store.close()
     DATA.write_bytes(pickle.dumps((projects, queries)))
     return projects, queries
+
+
+def _load(path: Path):
+    """A pickle of this lab's, whichever module name pickled its classes (`-m` pickles them as `__main__`'s)."""
+    known = {"Project": Project, "Q": Q, "Case": lab.Case}
+
+    class Unpickler(pickle.Unpickler):
+        def find_class(self, module: str, name: str):
+            return known[name] if name in known else super().find_class(module, name)
+    return Unpickler(io.BytesIO(path.read_bytes())).load()
 
 
 class Filler:
@@ -382,7 +393,7 @@ def gate_table(cases: list[lab.Case]) -> dict:
 def cached_cases(projects, queries, filler, sizes, mode, rebuild: bool = False) -> list[lab.Case]:
     path = lab.OUT / f"lexicon_lab-cases-{mode}-{'-'.join(map(str, sizes))}.pickle"
     if path.exists() and not rebuild:
-        return pickle.loads(path.read_bytes())
+        return _load(path)
     cases = build(projects, queries, filler, sizes, mode)
     path.write_bytes(pickle.dumps(cases))
     return cases
