@@ -489,6 +489,29 @@ def test_the_prompt_hook_offers_the_sessions_text_below_a_memory_that_leaves_roo
                               db, use_model=True) == ""
 
 
+def test_the_prompt_hook_offers_the_users_own_words_but_never_a_question_they_asked(tmp_path):
+    from subcog_store.capture.session_text import embed_waiting
+
+    db = tmp_path / "m.db"
+    capture(db, transcript(tmp_path, [
+        ("user", "For the shop API the staging proxy listens on port 8443 and forwards to the billing service "
+                 "over mutual TLS."),
+        ("assistant", "Noted."),
+        ("user", "which port does the preview server of the blog use?"),
+    ]))
+    with Store(db) as store:
+        embed_waiting(store.core, lambda: True)
+        for m in memories(db):   # as if extraction had kept nothing: only the sessions' text holds it
+            store.forget(m["id"])
+    payload = {"session_id": "later-1", "prompt": "what port does the staging proxy listen on?",
+               "cwd": str(tmp_path / "shop")}
+    out = json.loads(user_prompt_submit(payload, db, use_model=True))["hookSpecificOutput"]["additionalContext"]
+    assert "[earlier session, user" in out and "8443" in out, out
+    asked = user_prompt_submit({**payload, "session_id": "later-2",
+                                "prompt": "which port does the preview server of the blog use?"}, db, use_model=True)
+    assert "preview server" not in asked, asked   # the user's question answers nothing
+
+
 def test_a_text_two_processes_embed_at_once_keeps_one_vector(tmp_path):
     """A worker and the in-process fallback of the same capture both embed the session's text: the second
     writer finds it embedded under its lock and leaves it (was: a UNIQUE error and the run's text not kept)."""

@@ -403,6 +403,18 @@ def test_the_margin_narrows_as_the_project_grows():
     assert inject.prompt_bar(near_misses, 0.40, 10_000) < inject.prompt_bar(near_misses, 0.40, 60)
 
 
+def test_a_memory_the_hooks_took_from_a_transcript_needs_the_captured_floor(make_store):
+    from subcog_store.capture.session import SOURCES
+
+    assert inject.CAPTURED_SOURCES == frozenset(SOURCES.values())   # every source a transcript capture writes
+    store = make_store()
+    hooked = store.get(store.capture(FACTS["redis"][1], "decisions", APP, source="session-end-hook").memory_id)
+    told = store.get(store.capture(FACTS["webhook"][1], "context", APP, source="mcp").memory_id)
+    assert inject.captured_bar(hooked, 0.40) == inject.CAPTURED_FLOOR > 0.40
+    assert inject.captured_bar(hooked, 0.60) == 0.60                      # the store's own bar above it stands
+    assert inject.captured_bar(told, 0.40) == 0.40                        # a memory told explicitly: the bar alone
+
+
 def test_the_gate_counts_the_projects_active_memories_only(filled):
     from subcog_store.db import memories
 

@@ -7,7 +7,9 @@
   narrower in a large project); or `holds_the_words`:
   the memory holds COVERAGE_GATE of the prompt's IDF-weighted content words and its cosine reaches the prompt's
   level and COVERAGE_FLOOR; without the model a word match >= SUBCOG_RECALL_MIN_TEXT_MATCH), at most
-  SUBCOG_RECALL_PROMPT_LIMIT within SUBCOG_RECALL_PROMPT_TOKENS; for most prompts nothing.
+  SUBCOG_RECALL_PROMPT_LIMIT within SUBCOG_RECALL_PROMPT_TOKENS; for most prompts nothing. A memory the hooks
+  took from a transcript also needs CAPTURED_FLOOR; passages of the sessions' text fill the places left
+  (`_add_session_text`).
 A memory is injected once per session; memories the session captured itself stay out until it is compacted; all
 hooks of a session share SUBCOG_RECALL_SESSION_TOKENS. Every call is recorded in `recall_log` (ids, scores,
 tokens, the query's fingerprint, never its text). Secrets are redacted again on the way out.
@@ -43,6 +45,12 @@ MARGIN_SCALE = 0.50          # ... narrowed in a large project (`gate_margin`): 
 SMALL_STORE_FLOOR = 0.37     # ... a store of fewer than six memories: the earlier absolute gate
 COVERAGE_GATE = 0.40         # holds_the_words: chosen by bench/recall/scale_lab.py (train, both sets, three sizes)
 COVERAGE_FLOOR = 0.34        # ... its cosine floor (same choice)
+# On a capture store (memories the hooks took from transcripts, beside the sessions' text), chosen by
+# bench/capture/train_gate_lab.py on the TRAINING sessions' questions (bench/capture/train_questions), judged held out:
+CAPTURED_FLOOR = 0.46        # the cosine a memory the hooks took from a transcript needs (besides the bar)
+CAPTURED_SOURCES = frozenset({"pre-compact-hook", "session-end-hook", "compact-summary", "import-history"})
+PASSAGE_MARGIN = 0.06        # a passage of the sessions' text: this far above the prompt's level (and the floor)
+PASSAGE_MATCH = 0.50         # ... holding this share of the prompt's significant words
 DECAY_BASE, DECAY_DAYS = 0.95, 30.0      # the session-start index: importance decayed with age (original design)
 RECENCY_HALF_LIFE_DAYS = 180.0
 
@@ -159,12 +167,12 @@ def prompt_context(store: "Core", prompt: str, domain: str, session_id: str | No
         return Recall(reason="token budget used up")
     found = search_with_user_scope(store, prompt, domain=domain, use_model=use_model,
                                    limit=max(3 * int(s.recall_prompt_limit), 10) + len(state.injected))
-    bar = None
+    bar = level = None
     if found.method == "hybrid":
         size = memories.active_in_domain(store.con, domain) if found.vector_scores else None
         bar = prompt_bar(found.vector_scores, float(s.recall_min_similarity), size)
         level = prompt_level(found.vector_scores)
-        gate = [h for h in found.hits if (h.similarity or -1.0) >= bar
+        gate = [h for h in found.hits if (h.similarity or -1.0) >= captured_bar(h.memory, bar)
                 or holds_the_words(h.coverage, h.similarity, level)]
     else:
         gate = [h for h in found.hits if (h.text_match or 0.0) >= float(s.recall_min_text_match)
@@ -186,7 +194,9 @@ def prompt_context(store: "Core", prompt: str, domain: str, session_id: str | No
         recall.memory_ids.append(h.memory.id)
         recall.scores.append(round(h.similarity if found.method == "hybrid" else (h.text_match or 0.0), 4))
     if recall.reason is None and s.session_text_enabled and (lines or not answered_before):
-        _add_session_text(store, prompt, domain, state, bar, lines, recall, budget, shown)   # in the places left
+        passage_bar = bar if bar is None or level is None else max(float(s.recall_min_similarity),
+                                                                    level + PASSAGE_MARGIN)
+        _add_session_text(store, prompt, domain, state, passage_bar, lines, recall, budget, shown)   # places left
     if lines:
         recall.text = "\n".join([header, *lines])
     elif recall.reason is None:
@@ -196,22 +206,31 @@ def prompt_context(store: "Core", prompt: str, domain: str, session_id: str | No
     return recall
 
 
+def captured_bar(memory: Memory, bar: float) -> float:
+    """The cosine `memory` needs: `bar`, and CAPTURED_FLOOR for a memory the hooks took from a transcript (a
+    session's sentence, often a list or a paragraph, stands near many prompts of its project)."""
+    return max(bar, CAPTURED_FLOOR) if memory.source in CAPTURED_SOURCES else bar
+
+
 def _add_session_text(store: "Core", prompt: str, domain: str, state: SessionState, bar: float | None,
                       lines: list[str], recall: Recall, budget: int, shown: list[str] = ()) -> None:
     """Into the places the memories left (`recall_prompt_limit` lines; none when the memories that answer were all
-    given earlier in this session), the sessions' text that clears the memories' gate (`bar`; None: the text side
-    alone) and also holds the prompt's words (a long text is near many prompts; recall/session_search.py), one
-    passage each, below the memories: the assistant's text or a summary (what the user typed is searchable, not
-    offered: a question answers nothing), never the current session's own, never one already given in it, and
-    without the sentences of the memories `shown` above it (nothing left that holds a word of the prompt: none)."""
+    given earlier in this session), the sessions' text that clears `bar` (the floor and PASSAGE_MARGIN above the
+    prompt's level; None: the text side alone) and also holds PASSAGE_MATCH of the prompt's words (a long text is
+    near many prompts; recall/session_search.py), one passage each, below the memories: the assistant's text, a
+    summary or the user's own words (a question the user asked answers nothing: not offered), never the current
+    session's own, never one already given in it, and without the sentences of the memories `shown` above it
+    (nothing left that holds a word of the prompt: none)."""
     s = store.settings
     hybrid = bar is not None
     asked = significant_tokens(prompt)
     for h in search_session_text(store, prompt, domain=domain, limit=int(s.recall_prompt_limit),
                                  use_model=hybrid, exclude_session=state.session_id):
-        by_words = h.text_match >= float(s.recall_min_text_match) and h.text_rank is not None
+        by_words = h.text_match >= (PASSAGE_MATCH if hybrid else float(s.recall_min_text_match)) \
+            and h.text_rank is not None
         passes = by_words and (not hybrid or (h.similarity or -1.0) >= bar)
-        if not passes or h.role == "user" or h.ref in state.injected:   # a question the user asked answers nothing
+        question = h.role == "user" and h.content.rstrip().endswith("?")
+        if not passes or question or h.ref in state.injected:
             continue
         if len(lines) >= int(s.recall_prompt_limit):
             break
