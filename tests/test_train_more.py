@@ -17,7 +17,8 @@ NAMESPACES = {"decisions", "patterns", "learnings", "context", "tech-debt", "blo
 
 def _transcript(path: Path) -> None:
     records = [
-        {"type": "user", "uuid": "u1", "sessionId": "s", "message": {"role": "user", "content": "Why does deploy fail?"}},
+        {"type": "user", "uuid": "u1", "sessionId": "s",
+         "message": {"role": "user", "content": "Why does deploy fail?"}},
         {"type": "assistant", "uuid": "a1", "sessionId": "s", "message": {"role": "assistant", "content": [
             {"type": "text", "text": "The deploy script ships the local compose file to the box.\n\n"
                                      "All 20 tests pass on the branch right now."}]}},

@@ -1,10 +1,12 @@
 """What one training session stores twice, and why the session-repeat rule let the later memory through.
 
     cd <checkout> && nice -n 10 .venv/bin/python -m bench.capture.train_repeats [--tree DIR] [--floor 0.6]
-        [--examples N]
+        [--examples N] [--more] [--dump DUMP.json ...]
 
 Captures the 18 training sessions (../shared/samples/real/train; one fresh store per project, the sessions in
-name order; with --more the `train_more` sessions too, read from a mirror as `heldout.py` reads the held-out ones) with the session-end hook of `--tree` (default: this checkout; `bench_heldout.run_tree`, worker off,
+name order; with --more the `train_more` sessions too, read from a mirror as `heldout.py` reads the held-out
+ones; with --dump the memories of `train_stale dump` files instead of a new capture) with the session-end hook of
+`--tree` (default: this checkout; `bench_heldout.run_tree`, worker off,
 the shipped scorer: in sample), then takes each stored memory in the order it was stored and the nearest earlier
 memory of its session (cosine of the real model). From `--floor` up it reports the pair: where each comes from
 (the assistant's text, a compaction summary, the user: traced to the training labels as `bench_heldout` traces

@@ -55,9 +55,10 @@ CANDIDATES = {
                              r"|verify|check|confirm|reach|access)", _I),
     "cjk-unverified": LazyPattern(r"要確認|確認(?:が|は)?必要|確認でき(?:ません|なかった)|実行でき(?:ません|なかった)"
                                   r"|확인(?:이)? 필요|확인 불가|확인할 수 없|실행(?:할 수 없| 불가)"),
-    "not-yet": LazyPattern(r"\bnot (?:yet )?(?:been )?(?:planned|started|addressed|decided|tagged|built|wired|created)\b"
-                           r"|\b(?:does|do)(?:n't| not) exist yet\b|\byet to be\b", _I),
-    "not-running": LazyPattern(r"\b(?:is|are|was|were)(?:n't| not) (?:running|reachable|available|responding|up)\b", _I),
+    "not-yet": LazyPattern(r"\bnot (?:yet )?(?:been )?(?:planned|started|addressed|decided|tagged|built|wired"
+                           r"|created)\b|\b(?:does|do)(?:n't| not) exist yet\b|\byet to be\b", _I),
+    "not-running": LazyPattern(r"\b(?:is|are|was|were)(?:n't| not) (?:running|reachable|available|responding"
+                               r"|up)\b", _I),
     "status-lead": LazyPattern(r"(?!)"),   # a list item whose lead-in the status rules call status
     "hedged": LazyPattern(r"\b(?:likely|probably|might|may be|i think|appears? to|seems? to|i suspect)\b", _I),
 }
