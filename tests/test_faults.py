@@ -483,12 +483,11 @@ def test_a_run_its_limits_stopped_is_partial_not_failed():
     """A run stopped by its budget or its read's share of bytes, before it captured anything, is partial (the next
     run goes on); a real error with nothing captured is a failure."""
     from subcog_store.capture.run import Run
-    from subcog_store.capture.session import BUDGET_USED, READ_CAP_USED
 
-    stopped = Run(truncated=True)
-    stopped.fail(READ_CAP_USED, "size")
-    stopped.fail(BUDGET_USED, "budget")
-    stopped.fail(BUDGET_USED, "budget")
+    stopped = Run()
+    stopped.stop_at("size")
+    stopped.stop_at("budget")
+    stopped.stop_at("budget")
     assert stopped.status == "partial" and len(stopped.errors) == 2
     stopped.fail("transcript unreadable", OSError("gone"))
     assert stopped.status == "failed"

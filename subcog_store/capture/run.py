@@ -101,7 +101,10 @@ class HookOptions:
         return ["auto-captured", "compact-summary" if self.event == "post-compact" else self.event]
 
 
-LIMIT_STOPS = ("budget", "size")   # the details of a run stopped by its time budget or its read's share of bytes
+STOPS = {   # a run stopped at one of its limits, as the user reads it; the next run goes on (partial, not failed)
+    "budget": "time budget used up; the rest is captured next time",
+    "size": "read as much of the transcript as one run reads; the rest is read next time",   # MAX_READ_BYTES
+}
 
 
 @dataclass
@@ -132,6 +135,11 @@ class Run:
         self.errors.append({"summary": summary, "detail": detail[:500]})
         log.warning("capture: %s: %s", summary, detail[:500])
 
+    def stop_at(self, limit: str) -> None:
+        """The run stopped at `limit` ("budget" or "size"): said once (see STOPS), the rest left to the next run."""
+        self.truncated = True
+        self.fail(STOPS[limit], limit)
+
     def report(self) -> dict[str, Any]:
         return {"session_id": self.session_id, "dry_run": self.dry_run, "captured": self.captured,
                 "skipped": self.skipped, "redacted": self.redacted, "errors": self.errors, "records": self.records,
@@ -141,7 +149,7 @@ class Run:
     def status(self) -> str:
         if self.dry_run:
             return "dry_run"
-        failed = [e for e in self.errors if e["detail"] not in LIMIT_STOPS]   # a stop at a limit is no failure
+        failed = [e for e in self.errors if e["detail"] not in STOPS]   # a stop at a limit is no failure
         return "failed" if failed and not self.captured else ("partial" if self.errors or self.truncated else "ok")
 
 

@@ -42,8 +42,6 @@ EXTRACT_SHARE = 0.5   # pending captures of others are redone only before this s
 PIECE_CHARS = 20_000  # a longer record is read in paragraph-aligned pieces of about this size
 MIN_READ_BYTES = 2 << 20  # of the transcript a hook run reads past its budget (before its limit): its minimum's
 MIN_CAPTURES = 32     # candidates a run handles past its budget, until its limit (run.TIMEOUT_MARGIN_SECS; README)
-BUDGET_USED = "time budget used up; the rest is captured next time"   # a run its budget stopped, as the user reads it
-READ_CAP_USED = "read as much of the transcript as one run reads; the rest is read next time"   # MAX_READ_BYTES
 SOURCES = {"pre-compact": "pre-compact-hook", "session-end": "session-end-hook", "post-compact": "compact-summary",
            "import-history": "import-history"}
 MAX_SUMMARY_CHARS = 200_000
@@ -186,7 +184,7 @@ def _capture_transcript(run: Run, options: HookOptions, deadline: float, limit: 
             return []
         run.records, run.bad_lines, run.truncated = read.records, read.bad_lines, read.truncated
         if read.truncated:   # the reader's stop is said as the other stops are
-            run.fail(*((BUDGET_USED, "budget") if read.stopped_by == "deadline" else (READ_CAP_USED, "size")))
+            run.stop_at("budget" if read.stopped_by == "deadline" else "size")
         parts = [piece for text in read.texts
                  for piece in pieces(text, chars if text.offset == offset else 0)]
         known = KnownEmpty(store.con, options.min_confidence)
@@ -220,8 +218,7 @@ def _extract_and_capture(run: Run, store, parts: list, at: Resume, options: Hook
         now = options.clock()
         short = handled < MIN_CAPTURES and (limit is None or now <= limit)
         if n and not short and now + extract_secs > deadline:
-            run.fail(BUDGET_USED, "budget")   # the next group's extraction would not fit: said as any budget stop
-            run.truncated = True
+            run.stop_at("budget")   # the next group's extraction would not fit: said as any budget stop
             return Resume(group[0].offset, group[0].char_start)
         candidates = _log_status(store, known.extract(group), options, run)
         extract_secs = options.clock() - now
@@ -351,7 +348,7 @@ def _capture_all(run: Run, store, candidates: list, options: HookOptions, deadli
                             limit=limit, at_least=at_least, clock=options.clock, chunk=options.embed_chunk or EMBED_CHUNK)
     for i, (c, o) in enumerate(zip(candidates, outcomes)):
         if not o.handled:
-            run.fail(BUDGET_USED, "budget")
+            run.stop_at("budget")
             return i
         if o.error is not None:
             if isinstance(o.error, DatabaseDamaged):

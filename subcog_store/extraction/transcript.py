@@ -160,8 +160,8 @@ def read_assistant_texts(
             size = info.st_size
             start = start_offset if 0 <= start_offset <= size else 0
             f.seek(start)
-            return _read(f, start, size, include_sidechain, include_user, MAX_READ_BYTES if max_bytes is None
-                         else max_bytes, deadline, at_least_bytes)
+            share = MAX_READ_BYTES if max_bytes is None else max_bytes
+            return _read(f, start, size, include_sidechain, include_user, share, deadline, at_least_bytes)
     except OSError as e:
         raise TranscriptError(f"cannot read transcript {os.fspath(path)!r}: {e.strerror or e}") from e
 
