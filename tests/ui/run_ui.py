@@ -79,6 +79,16 @@ class WebDriver:
         element = element or self.find("body")
         return self.call("GET", f"/session/{self.session}/element/{element}/text")
 
+    def read(self, css: str) -> str | None:
+        """The text of the first element matching `css`, or None while the page has none (or is being replaced:
+        an element found on the old page and read after the new one arrived is stale)."""
+        try:
+            return self.text(self.find(css))
+        except RuntimeError as e:
+            if "stale element" in str(e) or "no such element" in str(e):
+                return None
+            raise
+
     def click(self, element: str) -> None:
         self.call("POST", f"/session/{self.session}/element/{element}/click")
 
@@ -180,8 +190,8 @@ def run(work: Path, artefacts: Path, r: Results) -> None:
         box = web.find("input[name=q]")
         web.type(box, "How long do we keep sessions in the Redis cache?")
         web.click(web.find("form button[type=submit]"))
-        wait_for(lambda: "prompt hook injects" in web.text(), 120)
-        page = web.text()
+        wait_for(lambda: "prompt hook injects" in (web.read("body") or ""), 120)
+        page = web.read("body") or ""
         rows = [web.text(row) for row in web.find_all("table tr")]
         first = rows[1] if len(rows) > 1 else ""
         r.check("search finds the current fact first and says whether the prompt hook injects it, with the score's "
@@ -191,7 +201,8 @@ def run(work: Path, artefacts: Path, r: Results) -> None:
 
         web.go(f"{base}/project?domain=shop&namespace=learnings")
         web.click(web.find("table a[href^='/memory/']"))
-        shown = web.text(web.find(".text"))
+        wait_for(lambda: web.read(".text") is not None, 60)
+        shown = web.read(".text") or ""
         r.check("a memory holding <script> reads as text and runs nothing", shown == SCRIPT and web.alert() is None,
                 f"shown: {shown[:120]!r}; alert: {web.alert()!r}")
 
@@ -202,8 +213,8 @@ def run(work: Path, artefacts: Path, r: Results) -> None:
             button = next(b for b in web.find_all("table tr button") if web.text(b) == "reverse"
                           and b in _buttons(web, changed))
             web.click(button)
-        wait_for(lambda: bool(web.find_all(".flash")), 60)
-        said = web.text(web.find(".flash")) if web.find_all(".flash") else ""
+        wait_for(lambda: web.read(".flash") is not None, 60)
+        said = web.read(".flash") or ""
         web.go(f"{base}/decisions?show=all")
         logged = next((web.text(row) for row in web.find_all("table tr") if web.text(row).startswith(
             f"#{decision_id} ")), "")
