@@ -30,6 +30,12 @@ TEST_WORKERS ?= auto
 test: setup
 	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=25 -n $(TEST_WORKERS) --maxprocesses 4
 
+# The property tests with a new random draw each run (`make test` draws the same examples every time: tests/conftest.py).
+.PHONY: explore
+explore: setup
+	SUBCOG_HYPOTHESIS_PROFILE=explore $(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --maxprocesses 4 \
+	  $$(grep -l '^from hypothesis\|^import hypothesis' tests/*.py)
+
 demo: setup
 	$(BIN)/python -m subcog_store.demo
 

@@ -24,9 +24,15 @@ START_TIME = 1_800_000_000.0  # a fixed unix time, so stored timestamps are repr
 
 # Hypothesis times each example (200 ms deadline) and each input's generation (the too_slow health check) by the
 # wall clock: a busy machine failed tests that were right. Neither is a property of the code under test; examples
-# are counted, not timed. Tests that set their own settings inherit this profile.
-hypothesis_settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
-hypothesis_settings.load_profile("suite")
+# are counted, not timed. Tests that set their own settings inherit this profile. The examples are the same on every
+# run (derandomize): `make test` passes or fails on the code, not on the draw. `make explore` draws new ones on each
+# run (1000 where a test does not set its own count) to look for what the fixed draw misses; a counterexample it finds
+# is fixed and pinned with `@example`.
+hypothesis_settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow],
+                                     derandomize=True, database=None)
+hypothesis_settings.register_profile("explore", deadline=None, suppress_health_check=[HealthCheck.too_slow],
+                                     max_examples=1000)
+hypothesis_settings.load_profile(os.environ.get("SUBCOG_HYPOTHESIS_PROFILE", "suite"))
 
 
 def settings_env(**settings: object) -> dict[str, str]:

@@ -241,7 +241,7 @@ def changed_fact(older: str, newer: str, phrase_similarity: PhraseSimilarity | N
     if compared_form(older) == compared_form(newer):
         return SAME
     ta, tb = tokens(older), tokens(newer)
-    flip = tb < ta
+    flip = (tb, compared_form(newer)) < (ta, compared_form(older))   # texts of the same tokens: by their form
     if flip:
         older, newer, ta, tb = newer, older, tb, ta
     changed = (number_check(ta, tb) or date_check(ta, tb) or unit_check(ta, tb)
