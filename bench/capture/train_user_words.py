@@ -1,0 +1,170 @@
+"""The user's words on TRAIN: how many of the users' labelled units are lasting facts, how many `user_fact` keeps,
+and what candidate patterns would add (RESULTS.md, session 13).
+
+    SUBCOG_MIRROR_DIR=<mirror> python -m bench.capture.train_user_words measure [--show]
+    SUBCOG_MIRROR_DIR=<mirror> python -m bench.capture.train_user_words candidates [--show]
+
+The labelled user units: the 18 training sessions' (`labels_user/`), the `train_more/` sessions' (their rows with
+source `user`, read from the mirror as `train_stale` reads them) and the short sessions of `train_short/` when they
+are there (their own labels). A unit is kept as `extract` keeps it: `user_fact` says a fact and the status rule does
+not veto it. `--show` prints the texts (kept, misses, candidate hits) for reading; nothing is written.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from bench.capture import train_scorer as ts
+from bench.capture.heldout import load_sessions
+from bench.capture.label_units import session_units
+from subcog_store.extraction.extract import load_scorer
+from subcog_store.extraction.scorer import record_features
+from subcog_store.extraction.sentences import Unit, split_units
+from subcog_store.extraction.status import status_rule
+from subcog_store.extraction.user_words import user_fact
+
+HERE = Path(__file__).resolve().parent
+MORE, SHORT = HERE / "train_more", HERE / "train_short"
+_I = re.IGNORECASE
+
+
+@dataclass
+class UserUnit:
+    session: str
+    unit: Unit
+    label: int
+    namespace: str
+    record: str = ""  # the whole text of the user's record the unit comes from
+
+
+def _rows(path: Path) -> dict:
+    rows: dict = defaultdict(list)
+    for line in path.read_text(encoding="utf-8").splitlines() if path.is_file() else ():
+        row = json.loads(line)
+        if row.get("source", "user") == "user":
+            rows[(row["uuid"], row["sentence_sha"])].append(row)
+    return rows
+
+
+def _labelled(name: str, transcript: Path, rows: dict) -> list[UserUnit]:
+    out = []
+    for _, kind, t, u in session_units(transcript):
+        if kind == "user" and (pending := rows.get((t.uuid, u.sha))):
+            row = pending.pop(0)
+            out.append(UserUnit(name, u, row["label"], row.get("namespace", ""), t.text))
+    return out
+
+
+def user_units(cache: Path) -> list[UserUnit]:
+    """Every labelled user unit of the training sessions that can be found."""
+    out = []
+    for transcript in sorted(ts.DATA.glob("*.jsonl")) if ts.DATA.is_dir() else ():
+        out += _labelled(transcript.stem, transcript, _rows(HERE / "labels_user" / transcript.name))
+    for s in load_sessions(cache, MORE):
+        rows = {k: [r for r in v if r.get("source") == "user"] for k, v in s.labels.items()}
+        out += _labelled(s.name, s.path, rows)
+    if (SHORT / "sessions").is_dir():
+        for transcript in sorted((SHORT / "sessions").glob("*.jsonl")):
+            out += _labelled(transcript.stem, transcript, _rows(SHORT / "labels_user" / transcript.name))
+    return out
+
+
+def kept(u: UserUnit):
+    fact = user_fact(u.unit)
+    return fact if fact is not None and not status_rule(u.unit.text) else None
+
+
+def measure(units: list[UserUnit], show: bool) -> str:
+    facts = sum(u.label for u in units)
+    hits = [(u, f) for u in units if (f := kept(u))]
+    good = sum(u.label for u, _ in hits)
+    lines = [f"user units {len(units)} in {len({u.session for u in units})} sessions, lasting facts {facts}; "
+             f"kept {len(hits)}, of them facts {good} (precision {good / max(len(hits), 1):.2f}, "
+             f"recall {good / max(facts, 1):.2f})",
+             "kept by scope: " + str(Counter(f.scope for _, f in hits)),
+             "kept by namespace: " + str(Counter(f.namespace for _, f in hits))]
+    if show:
+        for u, f in hits:
+            lines.append(f"KEPT {u.label} {f.scope} {f.namespace} {u.session}: {u.unit.text[:200]!r} -> {f.text[:200]!r}")
+        for u in units:
+            if u.label and not kept(u):
+                lines.append(f"MISS {u.namespace} {u.session}: {u.unit.text[:300]!r}")
+    return "\n".join(lines)
+
+
+# Candidate forms, written from the misses of `measure --show` read by form before any was counted (RESULTS.md,
+# session 13); "document" is not a pattern: a user's message that is a pasted document (a markdown heading, or 12
+# lines and more) judged unit by unit by the learned scorer at its threshold, as the assistant's text is.
+_F = r"^(?:(?:ok(?:ay)?|so|yes|yeah|alright|right|well|actually|hmm+|also|plus|but|and|then)[,.!]*\s+)*"
+CANDIDATES: dict[str, re.Pattern] = {
+    # "(I think) we should / need to / must / would want to ...": a first-person plural obligation or intention
+    "we-should": re.compile(_F + r"(?:i think (?:that )?|i feel (?:like )?|ideally,? |for now,? )*(?:we|i)(?:'d| would)?"
+                            r" (?:should|need to|must|have to|want to|would want to|'d want to)\b", _I),
+    # "I think it's better (not) to ...", "it's best to ...": a judged option
+    "better-to": re.compile(r"\b(?:it'?s|it is|its) (?:better|best) (?:not )?to\b", _I),
+    # "I use X", "we use X", "we deploy with X", "I sign in with X": how the developer's setup is, present tense
+    "i-use": re.compile(_F + r"(?:i|we) (?:use|run|deploy|host|sign in with|work (?:on|in|with)|push)\b", _I),
+    # "X is our repo", "the config is at ~/...": where things are
+    "is-our-at": re.compile(r"\b(?:is|are) (?:our|at [~/.]|in [~/.])", _I),
+    # "always" / "never" / "ever" anywhere in a sentence that is not a question
+    "always-never": re.compile(r"^(?!.*\?\s*$).*\b(?:always|never|ever)\b", _I),
+    # a line of a pasted plan under a heading that holds its reasons and choices
+    "plan-context": re.compile(r"(?!)"),
+    "document": re.compile(r"(?!)"),
+}
+_PLAN_HEADINGS = re.compile(r"\b(?:context|goal|design decisions?|decisions?|constraints?|edge cases)\b", _I)
+_DOCUMENT = re.compile(r"^#{1,6}\s", re.M)
+
+
+@lru_cache(maxsize=64)
+def _probabilities(record: str) -> list[float]:
+    """The learned scorer's P(lasting fact) of each unit of a user's record, read as the assistant's text is."""
+    return [load_scorer().probability(f) for f in record_features(split_units(record, lenient=True))]
+
+
+def _candidate_hit(name: str, u: UserUnit, scorer, threshold: float) -> bool:
+    if name == "plan-context":
+        return bool(u.unit.heading and _PLAN_HEADINGS.search(u.unit.heading))
+    if name == "document":
+        if not (_DOCUMENT.search(u.record) or len(u.record.strip().splitlines()) >= 12):
+            return False
+        return _probabilities(u.record)[u.unit.index] >= threshold
+    return bool(CANDIDATES[name].search(" ".join(u.unit.text.split())))
+
+
+def candidates(units: list[UserUnit], show: bool) -> str:
+    lines = []
+    scorer = load_scorer()
+    threshold = scorer.threshold
+    for name in CANDIDATES:
+        hit = [u for u in units if _candidate_hit(name, u, scorer, threshold)]
+        new = [u for u in hit if not kept(u)]
+        f_all, f_new = sum(u.label for u in hit), sum(u.label for u in new)
+        ok = len(new) >= 3 and (len(new) - f_new) * 5 <= len(new)
+        lines.append(f"{name}: hits {len(hit)} (facts {f_all}); new keeps {len(new)} (facts {f_new}, not "
+                     f"{len(new) - f_new}) -> {'PASSES' if ok else 'fails'}")
+        if show:
+            lines += [f"   {u.label} {u.session}: {u.unit.text[:200]!r}" for u in new]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("command", choices=["measure", "candidates"])
+    p.add_argument("--show", action="store_true")
+    a = p.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="subcog-user-words-") as tmp:
+        units = user_units(Path(tmp))
+        print(measure(units, a.show) if a.command == "measure" else candidates(units, a.show))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
