@@ -137,6 +137,19 @@ def test_a_64_kib_sentence(tmp_path):
     assert count(db, "select sum(length(content)) from session_text") >= len(sentence) - 100   # searchable, whole
 
 
+def test_the_user_pastes_a_64_kib_plan_line_and_code(tmp_path):
+    path = tmp_path / "user.jsonl"
+    dump = "## Context\n\nThe cache key is " + " and ".join(f"field{i}" for i in range(8000)) + "."
+    code = "```python\n" + "\n".join(f"def handler_{i}(request):\n    return {i}" for i in range(200)) + "\n```"
+    assert len(dump.encode()) >= 64 << 10
+    path.write_text(line("user", dump, 0) + line("user", code, 1) + line("user", "Never log card numbers.", 2))
+    db, _ = capture_until_done(tmp_path, path)
+    assert [r[0] for r in read_rows(db, "select content from memories")] == [
+        "Developer preference: never log card numbers."]              # the 64 KiB line is a dump, not a memory
+    assert count(db, "select sum(length(content)) from session_text where content like '%field7999%'") >= 1
+    assert count(db, "select count(*) from session_text where content like '%handler_17(%'") == 1   # searchable
+
+
 def test_a_list_of_5000_items(tmp_path):
     path = tmp_path / "list.jsonl"
     items = "\n".join(f"- Decision: service {i} listens on port {10000 + i}." for i in range(5000))

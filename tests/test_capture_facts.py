@@ -348,6 +348,26 @@ def test_preferences_follow_the_developer_and_project_facts_stay_home(tmp_path):
     assert "type hints" in out and "Redis" not in cart
 
 
+def test_a_plan_the_user_pasted_keeps_its_decisions_in_words_that_stand_alone_and_a_request_is_not_kept(tmp_path):
+    db = tmp_path / "m.db"
+    plan = ("Implement the following plan:\n\n# Plan: Billing Retries\n\n## Context\n\nFailed card charges are "
+            "retried three times with exponential backoff, starting at 30 seconds.\n\n## Design Decisions (from "
+            "user)\n\n- Retry storage: a retry_count column on the charges table, not a separate queue\n\n"
+            "## Changes\n\n### 1. Add the column\n\nAdd retry_count to the charges table in the next migration.\n")
+    capture(db, transcript(tmp_path, [("user", plan), ("assistant", "On it."),
+                                      ("user", "Use your best guess on what looks cleanest.")]))
+    stored = [m["content"] for m in memories(db) if m["namespace"] == "decisions"]
+    assert stored == ["Billing Retries, Context: Failed card charges are retried three times with exponential "
+                      "backoff, starting at 30 seconds.",
+                      "Billing Retries, Design Decisions (from user): Retry storage: a retry_count column on the "
+                      "charges table, not a separate queue."]
+    assert not any("best guess" in m["content"] or "next migration" in m["content"] for m in memories(db))
+    payload = {"session_id": "later-1", "prompt": "where do we keep the retry count of a failed charge?",
+               "cwd": str(tmp_path / "shop")}
+    out = json.loads(user_prompt_submit(payload, db, use_model=True))["hookSpecificOutput"]["additionalContext"]
+    assert "retry_count column on the charges table" in out, out
+
+
 # -- every session's text searchable ---------------------------------------------------------------------------------
 
 def test_what_extraction_misses_is_found_in_the_sessions_text_below_the_memories(tmp_path):

@@ -36,7 +36,7 @@ from subcog_store.extraction.signals import CHATTER, intent_fact, is_topic_label
 from subcog_store.extraction.status import status_rule
 from subcog_store.extraction.summary import FACT_SECTIONS, SKIP_SECTIONS, facts_section, section_title, split_sections
 from subcog_store.extraction.transcript import AssistantText
-from subcog_store.extraction.user_words import PROJECT, user_fact
+from subcog_store.extraction.user_words import PROJECT, document_title, user_fact
 from subcog_store.text.lazy_regex import LazyPattern
 from subcog_store.text.redact import REDACTED, redact
 
@@ -209,10 +209,10 @@ def _keep_siblings(verdicts: list[Verdict], probs: list[float], feats: list[dict
     return verdicts
 
 
-def _user_verdicts(units: list[Unit], threshold: float, source: int) -> list[Verdict]:
+def _user_verdicts(units: list[Unit], threshold: float, source: int, title: str = "") -> list[Verdict]:
     out = []
     for unit in units:
-        fact = user_fact(unit)
+        fact = user_fact(unit, title)
         rule = status_rule(unit.text)
         if fact is None or rule:
             status = (rule or "") if fact is not None and USER_CONFIDENCE >= threshold else ""   # a fact, vetoed
@@ -249,7 +249,7 @@ def _judge_text(text: str, kind: str, scorer: Scorer, threshold: float, source: 
 
 def _verdicts(text: str, kind: str, scorer: Scorer, threshold: float, source: int) -> list[Verdict]:
     if kind == "user":
-        return _user_verdicts(split_units(text, lenient=True), threshold, source)
+        return _user_verdicts(split_units(text, lenient=True), threshold, source, document_title(text))
     if kind != "summary":
         return _judge_units(split_units(text), scorer, threshold, source, kind)
     facts = facts_section(text)

@@ -8,7 +8,14 @@ kept. A sentence is kept when it states a choice ("let's use X", "I want to use 
 own: "I want to use FastAPI with PostgreSQL" -> "The project uses FastAPI with PostgreSQL"; "always add type
 hints" -> "Developer preference: always add type hints". A preference about how the developer works (no file,
 path or identifier of this project in it) goes to the user scope, recalled in every project; a choice for the
-project stays in the project. Fixed rules, written from the issue's examples before any measurement.
+project stays in the project. A line of a plan the user pasted ("Implement the following plan: # Plan: ...") under
+its context, goal, decisions, constraints or edge-cases heading is a decision of the project, stored with the plan's
+title and the heading ("Plan-First Remediation Pipeline (Design Decisions): Plan format: free-form markdown").
+
+The forms were written from the issue's examples before any measurement; measured on the training sessions' labelled
+user units (bench/capture/RESULTS.md, session 13: `train_user_words.py`), the plan-section form was added by that
+measurement's criterion and the imperative "use X" form dropped by it (0 lasting facts among 7 training units kept:
+"Use your best guess ...", a pasted document's "Use this when ...").
 """
 from __future__ import annotations
 
@@ -20,7 +27,7 @@ from subcog_store.text.lazy_regex import LazyPattern
 from .cjk import is_cjk
 from .sentences import Unit
 
-__all__ = ["UserFact", "user_fact", "PROJECT", "USER"]
+__all__ = ["UserFact", "user_fact", "document_title", "PROJECT", "USER"]
 
 PROJECT, USER = "project", "user"
 _I = re.IGNORECASE
@@ -36,9 +43,10 @@ _GOING_WITH = LazyPattern(rf"^{_FILLER}(?:we(?:'re| are) going with|(?:let'?s )?
                           rf"|we (?:chose|picked|decided on))\s+(?P<rest>\S.*)$", _I)
 _PREFER = LazyPattern(rf"^{_FILLER}(?:i|we) (?:prefer|'d prefer|would prefer|'d rather|would rather|like to|always"
                       rf"|never)\s+(?P<rest>\S.*)$", _I)
-_RULE = LazyPattern(rf"^{_FILLER}(?:please\s+)?(?P<verb>always|never|don'?t|do not|avoid|prefer|use)\s+(?P<rest>\S.*)$",
-                    _I)
+_RULE = LazyPattern(rf"^{_FILLER}(?:please\s+)?(?P<verb>always|never|don'?t|do not|avoid|prefer)\s+(?P<rest>\S.*)$", _I)
 _ONLY = LazyPattern(r"^(?P<rest>[\w@./+#-]+(?:\s+[\w@./+#-]+){0,3})\s+only[.!]?$", _I)  # "functional components only"
+_PLAN_SECTION = LazyPattern(r"\b(?:context|goal|design decisions?|decisions?|constraints?|edge cases)\b", _I)
+_TITLE = LazyPattern(r"^#\s+(?:plan:\s*)?(?P<title>\S.*?)\s*#*\s*$", _I | re.M)
 _TASK_AFTER_RULE = LazyPattern(rf"^(?:{_TASK_VERBS})\b", _I)
 _ASKING = LazyPattern(r"\?\s*$|^(?:can|could|would|will|should|shall|do|does|did|is|are|was|were|what|why|how|where"
                       r"|when|which|who|any idea)\b", _I)
@@ -86,14 +94,23 @@ def _scope(sentence: str) -> str:
     return PROJECT if _PROJECT_THING.search(sentence) else USER
 
 
-def user_fact(unit: Unit) -> UserFact | None:
+def document_title(text: str) -> str:
+    """The title of a document the user pasted (its first "# " heading, without a "Plan:" prefix), "" for none."""
+    m = _TITLE.search(text)
+    return m.group("title") if m else ""
+
+
+def user_fact(unit: Unit, title: str = "") -> UserFact | None:
     """The fact a sentence the user typed states (see the module docstring), or None (a request, a question,
-    an answer, chatter)."""
+    an answer, chatter). `title`: the title of the document the sentence is in (`document_title`), if any."""
     s = " ".join(unit.text.split())
     if is_cjk(s):
         return _japanese(s)
     if _ASKING.search(s):
         return None
+    if unit.heading and _PLAN_SECTION.search(unit.heading):
+        where = f"{title}, {unit.heading}" if title else unit.heading
+        return UserFact(f"{where}: {_clean(s)}.", "decisions", PROJECT)
     if m := _CHOICE.match(s):
         verb = _THIRD_PERSON.get(" ".join(m.group("verb").lower().split()), m.group("verb").lower())
         rest = _clean(m.group("rest")) + _fragment_after(unit)
@@ -104,11 +121,7 @@ def user_fact(unit: Unit) -> UserFact | None:
         if re.match(rf"^{_FILLER}(?:i|we) (?:prefer|'d prefer|would prefer)\s", s, _I):
             return UserFact(f"The developer prefers {_clean(m.group('rest'))}.", "patterns", _scope(s))
         return UserFact(f"Developer preference: {_lower_first(s)}", "patterns", _scope(s))
-    if (m := _RULE.match(s)) and not (m.group("verb").lower() in ("use", "prefer")
-                                       and _TASK_AFTER_RULE.match(m.group("rest"))):
-        verb = m.group("verb").lower()
-        if verb == "use" and not re.search(r"\b(?:instead of|rather than|not|for all|for every|everywhere)\b", s, _I):
-            return UserFact(f"The project uses {_clean(m.group('rest'))}.", "decisions", PROJECT)
+    if (m := _RULE.match(s)) and not (m.group("verb").lower() == "prefer" and _TASK_AFTER_RULE.match(m.group("rest"))):
         return UserFact(f"Developer preference: {_lower_first(s)}", "patterns", _scope(s))
     if m := _ONLY.match(s):
         return UserFact(f"Developer preference: {_clean(m.group('rest'))} only.", "patterns", _scope(s))
