@@ -368,6 +368,25 @@ def test_a_plan_the_user_pasted_keeps_its_decisions_in_words_that_stand_alone_an
     assert "retry_count column on the charges table" in out, out
 
 
+def test_a_stack_and_a_changed_setting_the_user_states_are_kept_and_answer_later_questions(tmp_path):
+    db = tmp_path / "m.db"
+    capture(db, transcript(tmp_path, [
+        ("user", "Stack: Go 1.22 with the chi router, TimescaleDB for storage and NATS JetStream for ingest."),
+        ("assistant", "Got it."),
+        ("user", "Also lower the wave alert threshold to 3.5 metres, the harbour master asked for earlier warnings."),
+    ]))
+    from subcog_store.recall.session_search import search_all
+
+    assert [(m["namespace"], m["content"][:22]) for m in memories(db)] == [
+        ("decisions", "Stack: Go 1.22 with th"), ("decisions", "Decision: lower the wa")]
+    with Store(db) as store:
+        found = search_all(store, "which database does the service store its readings in?",
+                           domain=project(tmp_path)).items
+    assert found[0].kind == "memory" and "TimescaleDB" in found[0].text
+    payload = {"session_id": "later-1", "prompt": "what wave height triggers an alert?", "cwd": str(tmp_path / "shop")}
+    assert "3.5 metres" in user_prompt_submit(payload, db, use_model=True)
+
+
 # -- every session's text searchable ---------------------------------------------------------------------------------
 
 def test_what_extraction_misses_is_found_in_the_sessions_text_below_the_memories(tmp_path):

@@ -91,6 +91,35 @@ def test_the_shipped_choices_and_preferences_still_stand_alone():
     assert named.scope == PROJECT                              # names a file of this project: stays home
 
 
+@pytest.mark.parametrize("text, stored, namespace, scope", [
+    ("Stack: Expo SDK 51 with React Native, TypeScript in strict mode, and Supabase for auth.",
+     "Stack: Expo SDK 51 with React Native, TypeScript in strict mode, and Supabase for auth.", "decisions", PROJECT),
+    ("House rules: PSR-12 formatting with Pint, money stored as integer cents.",
+     "House rules: PSR-12 formatting with Pint, money stored as integer cents.", "patterns", PROJECT),
+    ("Code style I care about: named exports only, no default exports.",
+     "Code style I care about: named exports only, no default exports.", "patterns", USER),
+    ("Let's build ferrotrack, a command-line time tracker for freelancers.",
+     "The project: ferrotrack, a command-line time tracker for freelancers.", "context", PROJECT),
+    ("Also lower the wave alert threshold to 3.5 metres, the harbour master asked for it.",
+     "Decision: lower the wave alert threshold to 3.5 metres, the harbour master asked for it.", "decisions", PROJECT),
+    ("Para los pagos vamos a usar Stripe Checkout.", "Para los pagos vamos a usar Stripe Checkout.", "decisions",
+     PROJECT),
+])
+def test_the_forms_the_training_sessions_chose(text, stored, namespace, scope):
+    (fact,) = facts(text)
+    assert (fact.text, fact.namespace, fact.scope) == (stored, namespace, scope)
+
+
+@pytest.mark.parametrize("text", [
+    "What's the stack: Go or Rust?",                       # a question, whatever its form
+    "Can you change the timeout to 30 seconds?",
+    "change it back",                                      # no value: a request
+    "I want you to do an analysis of the gradient segment.",
+])
+def test_questions_and_requests_in_the_chosen_forms_are_not_kept(text):
+    assert kept(text) == []
+
+
 def test_bad_input_gives_no_error_and_no_fact_from_code_or_a_dump():
     code = "```python\n" + "\n".join(f"def handler_{i}(request):\n    return {i}" for i in range(200)) + "\n```"
     assert kept(code) == []

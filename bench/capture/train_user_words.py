@@ -97,7 +97,7 @@ def shipped_form(text: str, heading: str = "") -> str:
     if (m := uw._RULE.match(s)) and not (m.group("verb").lower() in ("use", "prefer")
                                          and uw._TASK_AFTER_RULE.match(m.group("rest"))):
         return "rule-" + m.group("verb").lower().replace("'", "").replace("do not", "dont")
-    return "only" if uw._ONLY.match(s) else ""
+    return "only" if uw._ONLY.match(s) else "declared" if uw._declared(s) else ""
 
 
 def measure(units: list[UserUnit], show: bool) -> str:

@@ -45,6 +45,16 @@ _PREFER = LazyPattern(rf"^{_FILLER}(?:i|we) (?:prefer|'d prefer|would prefer|'d 
                       rf"|never)\s+(?P<rest>\S.*)$", _I)
 _RULE = LazyPattern(rf"^{_FILLER}(?:please\s+)?(?P<verb>always|never|don'?t|do not|avoid|prefer)\s+(?P<rest>\S.*)$", _I)
 _ONLY = LazyPattern(r"^(?P<rest>[\w@./+#-]+(?:\s+[\w@./+#-]+){0,3})\s+only[.!]?$", _I)  # "functional components only"
+# Forms chosen on the training sessions' user units (RESULTS.md, session 13), each as it was counted there.
+_LEAD_IN = r"^(?:(?:ok(?:ay)?|so|yes|yeah|alright|right|well|actually|hmm+|also|plus|but|and|then)[,.!]*\s+)*"
+_LABELLED_LIST = LazyPattern(_LEAD_IN + r"(?:[\w'-]+ ){0,3}(?P<label>stack|rules?|conventions?|code style|style|policy"
+                             r"|policies|requirements?)\b[^:?]{0,45}:\s+\S", _I)   # "Stack: ...", "House rules: ..."
+_PROJECT_IS = LazyPattern(_LEAD_IN + r"(?P<lead>let'?s build|i'?m (?:starting|building)|new (?:app|service|project"
+                          r"|tool)\b)\s*:?\s*(?P<rest>\S.*)$", _I)      # "Let's build X, a ...", "New app: X, ..."
+_CHANGE_TO_VALUE = LazyPattern(_LEAD_IN + r"(?:change|set|lower|raise|increase|decrease|shorten|lengthen|bump|reduce)"
+                               r"\b.*\bto \d", _I)                     # "lower the wave alert threshold to 3.5 metres"
+_OTHER_LANGUAGE = LazyPattern(r"\b(?:vamos a usar|usaremos|on passe à|on utilise|je veux|nous utilisons"
+                              r"|wir (?:nutzen|verwenden)|sollen|soll)\b", _I)   # Spanish, French, German choices
 _PLAN_SECTION = LazyPattern(r"\b(?:context|goal|design decisions?|decisions?|constraints?|edge cases)\b", _I)
 _TITLE = LazyPattern(r"^#\s+(?:plan:\s*)?(?P<title>\S.*?)\s*#*\s*$", _I | re.M)
 _TASK_AFTER_RULE = LazyPattern(rf"^(?:{_TASK_VERBS})\b", _I)
@@ -125,7 +135,30 @@ def user_fact(unit: Unit, title: str = "") -> UserFact | None:
         return UserFact(f"Developer preference: {_lower_first(s)}", "patterns", _scope(s))
     if m := _ONLY.match(s):
         return UserFact(f"Developer preference: {_clean(m.group('rest'))} only.", "patterns", _scope(s))
+    return _declared(s)
+
+
+def _declared(s: str) -> UserFact | None:
+    """The forms the training sessions' user units chose: a labelled list of choices ("Stack: ...", "House rules:
+    ...": a rule list is a pattern, a style the developer cares about follows the developer), what the project is, a
+    setting's new value, a choice said in Spanish, French or German."""
+    if m := _LABELLED_LIST.match(s):
+        label = m.group("label").lower()
+        rule = not label.startswith(("stack", "requirement"))
+        scope = _scope(s) if "style" in label else PROJECT
+        return UserFact(_sentence(re.sub(_LEAD_IN, "", s, flags=_I)), "patterns" if rule else "decisions", scope)
+    if m := _PROJECT_IS.match(s):
+        return UserFact(f"The project: {_clean(m.group('rest'))}.", "context", PROJECT)
+    if _CHANGE_TO_VALUE.match(s):
+        return UserFact(f"Decision: {_lower_first(re.sub(_LEAD_IN, '', s, flags=_I))}", "decisions", PROJECT)
+    if _OTHER_LANGUAGE.search(s):
+        return UserFact(_sentence(s), "decisions", PROJECT)
     return None
+
+
+def _sentence(s: str) -> str:
+    s = s.strip()
+    return s[:1].upper() + s[1:] + ("" if s.endswith((".", "!")) else ".")
 
 
 def _lower_first(s: str) -> str:
