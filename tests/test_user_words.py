@@ -68,7 +68,7 @@ def test_the_title_of_a_pasted_document(text, title):
 
 
 @pytest.mark.parametrize("text", [
-    "Use your best guess on what looks cleanest.",           # a request for this turn, not a choice (TRAIN: 0 of 7)
+    "Use your best guess on what looks cleanest.",           # a request for this turn (TRAIN: 1 fact in 8)
     "Use the writing clearly and concisely skill.",
     "Use this when a scanner reports the authMd check is failing.",
     "can you look at the failing test?",

@@ -8,14 +8,17 @@ kept. A sentence is kept when it states a choice ("let's use X", "I want to use 
 own: "I want to use FastAPI with PostgreSQL" -> "The project uses FastAPI with PostgreSQL"; "always add type
 hints" -> "Developer preference: always add type hints". A preference about how the developer works (no file,
 path or identifier of this project in it) goes to the user scope, recalled in every project; a choice for the
-project stays in the project. A line of a plan the user pasted ("Implement the following plan: # Plan: ...") under
-its context, goal, decisions, constraints or edge-cases heading is a decision of the project, stored with the plan's
-title and the heading ("Plan-First Remediation Pipeline (Design Decisions): Plan format: free-form markdown").
+project stays in the project.
 
-The forms were written from the issue's examples before any measurement; measured on the training sessions' labelled
-user units (bench/capture/RESULTS.md, session 13: `train_user_words.py`), the plan-section form was added by that
-measurement's criterion and the imperative "use X" form dropped by it (0 lasting facts among 7 training units kept:
-"Use your best guess ...", a pasted document's "Use this when ...").
+Measured on the training sessions' labelled user units (bench/capture/RESULTS.md, session 13: `train_user_words.py`),
+by a criterion fixed before counting, these forms were added: a line of a plan the user pasted ("Implement the
+following plan: # Plan: ...") under its context, goal, decisions, constraints or edge-cases heading, stored with the
+plan's title and the heading ("Plan-First Remediation Pipeline, Design Decisions (from user): Plan format: free-form
+markdown."); a labelled list of choices ("Stack: ...", "House rules: ...", "Code style I care about: ..."); what the
+project is ("Let's build ferrotrack, a ..." -> "The project: ferrotrack, a ..."); a setting's new value ("lower the
+alert threshold to 3.5 metres" -> "Decision: lower ..."); a choice said in Spanish, French or German, kept as typed.
+The imperative "use X" form was dropped by it (1 lasting fact among the 8 training units it kept: "Use your best
+guess ...", a pasted document's "Use this when ..."). The other forms were written from the issue's examples.
 """
 from __future__ import annotations
 
