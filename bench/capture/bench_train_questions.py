@@ -1,13 +1,15 @@
 """The prompt hook on the TRAINING sessions' stores: where it loses the answers the search finds.
 
-    cd <checkout> && nice -n 10 .venv/bin/python -m bench.capture.bench_train_questions capture STORES
-    .venv/bin/python -m bench.capture.bench_train_questions ask STORES OUT.json [--tree DIR]
-    .venv/bin/python -m bench.capture.bench_train_questions score OUT.json [OUT.json ...] [--examples]
+    cd <checkout> && nice -n 10 .venv/bin/python -m bench.capture.bench_train_questions capture STORES [--set S]
+    .venv/bin/python -m bench.capture.bench_train_questions ask STORES OUT.json [--tree DIR] [--set S]
+    .venv/bin/python -m bench.capture.bench_train_questions score OUT.json [OUT.json ...] [--examples] [--set S]
 
-`capture` builds one store per training project (../shared/samples/real/train; the file name's first word) as
+Two TRAIN sets (`--set`, SETS): `long`, the 18 long real training sessions (../shared/samples/real/train) and
+`train_questions/`; `short`, the 20 short invented sessions of `train_short/` (a user who states the stack and the
+choices) and their questions. `capture` builds one store per project of the set (the file name's first word) as
 `bench_heldout` builds the held-out ones: the session-end hook of this checkout on every session of the project
 (worker off, the model loaded, `run_tree.py`), the sessions' text embedded after it, into `STORES/<project>/`
-(kept, so rules can be compared on the same stores). `ask` sends the questions of `train_questions/questions.jsonl`
+(kept, so rules can be compared on the same stores). `ask` sends the set's questions
 through `--tree`'s search (top 8) and user-prompt-submit hook (a new session per prompt), with and without the
 sessions' text, against a copy of each store (nothing captured again). `score` prints, per result, the figures
 `bench_heldout` prints (top 8 holds the answer, the hook injects it, silent when nothing answers; memories only)
@@ -33,28 +35,32 @@ from pathlib import Path
 from bench.capture.bench_heldout import REPO, run_tree
 from bench.capture.heldout import Question
 
-TRAIN = REPO.parent / "shared" / "samples" / "real" / "train"
-QUESTIONS = Path(__file__).resolve().parent / "train_questions" / "questions.jsonl"
+HERE = Path(__file__).resolve().parent
+SETS = {   # name: (the sessions' folder, the questions)
+    "long": (REPO.parent / "shared" / "samples" / "real" / "train", HERE / "train_questions" / "questions.jsonl"),
+    "short": (HERE / "train_short" / "sessions", HERE / "train_short" / "questions.jsonl"),
+}
 PASSAGE = "- [earlier session,"
 
 
-def load() -> list[Question]:
+def load(which: str = "long") -> list[Question]:
     out = []
-    for line in QUESTIONS.read_text(encoding="utf-8").splitlines():
+    for line in SETS[which][1].read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
         out.append(Question(row["q"], row["project"], row["keys"], row.get("session")))
     return out
 
 
-def projects() -> dict[str, list[Path]]:
+def projects(which: str = "long") -> dict[str, list[Path]]:
+    """The set's sessions by project (the file name's first word), each project's in the order of their names."""
     out: dict[str, list[Path]] = defaultdict(list)
-    for path in sorted(TRAIN.glob("*.jsonl")):
+    for path in sorted(SETS[which][0].glob("*.jsonl")):
         out[path.name.split("-")[0]].append(path)
     return dict(out)
 
 
-def capture(stores: Path) -> None:
-    for project, paths in projects().items():
+def capture(stores: Path, which: str) -> None:
+    for project, paths in projects(which).items():
         work = stores / project
         if (work / "memories.db").exists():
             print(f"{project}: kept", file=sys.stderr)
@@ -64,11 +70,11 @@ def capture(stores: Path) -> None:
               f"{sum(c['cpu'] for c in result['captures']):.1f} s", file=sys.stderr)
 
 
-def ask(stores: Path, out: Path, tree: Path) -> None:
-    questions = load()
+def ask(stores: Path, out: Path, tree: Path, which: str) -> None:
+    questions = load(which)
     results = {}
     with tempfile.TemporaryDirectory(prefix="subcog-trainq-") as tmp:
-        for project in projects():
+        for project in projects(which):
             work = Path(tmp) / project
             work.mkdir()
             for f in (stores / project).glob("memories.db*"):
@@ -86,9 +92,9 @@ def kind_of(prompt: str) -> str:
     return "" if not kinds else "both" if len(kinds) == 2 else kinds.pop()
 
 
-def breakdown(path: Path, examples: bool) -> dict:
+def breakdown(path: Path, examples: bool, which: str) -> dict:
     data = json.loads(path.read_text(encoding="utf-8"))
-    questions = load()
+    questions = load(which)
     c: Counter = Counter()
     shown = []
     for project, result in data["results"].items():
@@ -160,14 +166,16 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("score")
     p.add_argument("results", type=Path, nargs="+")
     p.add_argument("--examples", action="store_true")
+    for p in sub.choices.values():
+        p.add_argument("--set", dest="which", choices=sorted(SETS), default="long", help="the TRAIN set (SETS)")
     args = ap.parse_args(argv)
     if args.cmd == "capture":
-        capture(args.stores.resolve())
+        capture(args.stores.resolve(), args.which)
     elif args.cmd == "ask":
-        ask(args.stores.resolve(), args.out, args.tree.resolve())
+        ask(args.stores.resolve(), args.out, args.tree.resolve(), args.which)
     else:
         for path in args.results:
-            print(render(path.name, breakdown(path, args.examples)))
+            print(render(path.name, breakdown(path, args.examples, args.which)))
     return 0
 
 
