@@ -1,15 +1,19 @@
 """The prompt hook's gate on capture stores, simulated on the TRAINING questions: what each candidate rule injects.
 
-    cd <checkout> && nice -n 10 .venv/bin/python -m bench.capture.train_gate_lab STORES [--cases CASES.json]
+    cd <checkout> && nice -n 10 .venv/bin/python -m bench.capture.train_gate_lab \
+        --set long STORES CASES.json [--set short STORES CASES.json] [--all]
 
-STORES: `bench_train_questions capture`'s stores (one per training project). For every question of
-`train_questions/questions.jsonl` the lab reads, with this checkout's search (in one process, the model loaded),
+Each `--set NAME STORES CASES`: a TRAIN set of `bench_train_questions` (`long`, `short`), its stores
+(`bench_train_questions capture --set NAME`, one per project) and the cache of its cases. For every question of
+the set the lab reads, with this checkout's search (in one process, the model loaded),
 what `recall.inject.prompt_context` reads: the memory candidates (cosine, IDF-weighted coverage, the prompt's level
 and bar, the store's size) and the session texts it may offer (`search_session_text`, similarity, share of the
 prompt's words, text rank, role), and whether each holds the answer (the shown line: a memory cut at LINE_CHARS, a
-passage's excerpt). It then replays the hook's choice under each rule of RULES (the shipped rule first: it must
-give `ask`'s figures) and prints answers injected / silent on the questions nothing answers, for the whole set and
-per project. Cases are cached in CASES (a json) so rules can be replayed without the model.
+passage's excerpt). It then replays the hook's choice under each rule of the grid (`grid`: this checkout's rule
+first, which must give `ask`'s figures) and prints answers injected / silent on the questions nothing answers,
+pooled over the sets given and per set, and picks by `pick` (the criterion of RESULTS.md, session 13: the most
+answers plus silences pooled, ties to the plainer); `--all` prints every rule, else the best 25 and the reference
+rules. Cases are cached in CASES (a json, read when present) so rules can be replayed without the model.
 
 This set is TRAIN: a rule is chosen here and judged on the held-out projects (bench_heldout).
 """
@@ -28,7 +32,7 @@ from bench.capture.bench_train_questions import load, projects
 LIMIT = 3   # recall_prompt_limit (config default)
 
 
-def gather(stores: Path) -> list[dict]:
+def gather(stores: Path, which: str) -> list[dict]:
     """Every question's candidates as the prompt hook sees them (see the module docstring)."""
     from subcog_store.db import memories as db_memories
     from subcog_store.recall import inject
@@ -37,9 +41,9 @@ def gather(stores: Path) -> list[dict]:
     from subcog_store.store import Store
     from subcog_store.text.redact import shown_line
 
-    questions = load()
+    questions = load(which)
     cases = []
-    for project in projects():
+    for project in projects(which):
         db = stores / project / "memories.db"
         with Store(db, fetch_model=False) as store:
             core = store.core
@@ -60,7 +64,7 @@ def gather(stores: Path) -> list[dict]:
                                   "role": h.role, "cov": h.coverage, "score": h.score, "content": h.content,
                                   "answers_excerpt": q.held_by(excerpt(h.content, q.text)),
                                   "answers_whole": q.held_by(h.content)})
-                cases.append({"project": project, "q": q.text, "keys": q.keys, "answerable": q.answerable,
+                cases.append({"set": which, "project": project, "q": q.text, "keys": q.keys, "answerable": q.answerable,
                               "method": found.method, "size": size, "level": level, "bar": bar,
                               "min_text_match": float(s.recall_min_text_match),
                               "floor": float(s.recall_min_similarity), "memories": mems, "texts": texts})
@@ -78,18 +82,6 @@ class Rule:
     text_ok: Callable[[dict, dict], bool]
     texts_when: str = "shipped"
     text_limit: int = LIMIT   # how many session texts the hook asks for (the shipped hook: recall_prompt_limit)
-
-
-def shipped_memory(c: dict, m: dict) -> bool:
-    from subcog_store.recall.inject import holds_the_words
-    if c["bar"] is None:
-        return False
-    return (m["sim"] or -1.0) >= c["bar"] or holds_the_words(m["cov"], m["sim"], c["level"])
-
-
-def shipped_text(c: dict, t: dict) -> bool:
-    by_words = t["match"] >= c["min_text_match"] and t["text_rank"] is not None
-    return by_words and (c["bar"] is None or (t["sim"] or -1.0) >= c["bar"]) and t["role"] != "user"
 
 
 def replay(c: dict, rule: Rule) -> tuple[list[dict], list[dict]]:
@@ -144,61 +136,97 @@ def passage_rule(margin: float | None, match: float, user: bool) -> Callable[[di
 
 
 def memory_floor(floor: float) -> Callable[[dict, dict], bool]:
-    """The shipped memory gate with another cosine floor."""
+    """The shipped memory gate with a cosine floor for captured memories (`inject.captured_bar`; every memory of
+    the training stores was taken from a transcript); 0.40, the gate's own floor, is no floor."""
     def ok(c: dict, m: dict) -> bool:
-        from subcog_store.recall.inject import GATE_MARGIN, holds_the_words
+        from subcog_store.recall.inject import holds_the_words
         if c["bar"] is None:
             return False
-        bar = max(floor, c["bar"]) if c["level"] is None else max(floor, c["level"] + GATE_MARGIN)
-        return (m["sim"] or -1.0) >= bar or holds_the_words(m["cov"], m["sim"], c["level"])
+        return (m["sim"] or -1.0) >= max(floor, c["bar"]) or holds_the_words(m["cov"], m["sim"], c["level"])
     return ok
 
 
-def chosen_memory(c: dict, m: dict) -> bool:
-    """This checkout's memory gate on a capture store: the shipped one, and CAPTURED_FLOOR (every memory of the
-    training stores was taken from a transcript)."""
-    from subcog_store.recall.inject import CAPTURED_FLOOR
-    return memory_floor(CAPTURED_FLOOR)(c, m)
+MAIN = (0.46, 0.06, 0.50, True, 3)   # main's rule before session 13 (6dcfdc9): CAPTURED_FLOOR, PASSAGE_MARGIN,
+#                                      PASSAGE_MATCH, the user's words, texts asked (what the tie-break counts from)
 
 
-def chosen_text(c: dict, t: dict) -> bool:
-    from subcog_store.recall.inject import PASSAGE_MARGIN, PASSAGE_MATCH
-    return passage_rule(PASSAGE_MARGIN, PASSAGE_MATCH, True)(c, t)
+def rule(floor: float, margin: float | None, match: float, user: bool, limit: int) -> Rule:
+    """One point of the grid: the captured floor, the passages' margin (None: the memories' bar) and match, the
+    user's words offered or not, the texts asked."""
+    return Rule(f"floor {floor:.2f}, margin {margin}, match {match}, user {user}, asked {limit}",
+                memory_floor(floor), passage_rule(margin, match, user), text_limit=limit)
 
 
-RULES = [Rule("shipped (6b2367f)", shipped_memory, shipped_text), Rule("this checkout", chosen_memory, chosen_text)]
-for user in (False, True):
-    for limit in (3, 8):
-        for margin in (None, 0.14, 0.12, 0.10, 0.08, 0.06, 0.04):
-            for match in (0.4, 0.5, 0.6):
-                RULES.append(Rule(f"passages: user {user}, asked {limit}, margin {margin}, match {match}",
-                                  shipped_memory, passage_rule(margin, match, user), text_limit=limit))
-for floor in (0.42, 0.44, 0.46, 0.48, 0.50, 0.52):
-    RULES.append(Rule(f"memory floor {floor}", memory_floor(floor), shipped_text))
-    for user in (False, True):
-        for margin in (0.10, 0.06):
-            RULES.append(Rule(f"memory floor {floor}; passages: user {user}, asked 8, margin {margin}, match 0.5",
-                              memory_floor(floor), passage_rule(margin, 0.5, user), text_limit=8))
+def checkout_rule() -> Rule:
+    """This checkout's constants (inject.CAPTURED_FLOOR, PASSAGE_MARGIN, PASSAGE_MATCH; the user's words offered;
+    PASSAGE_ASKED texts asked)."""
+    from subcog_store.recall.inject import CAPTURED_FLOOR, PASSAGE_ASKED, PASSAGE_MARGIN, PASSAGE_MATCH
+    r = rule(CAPTURED_FLOOR, PASSAGE_MARGIN, PASSAGE_MATCH, True, max(LIMIT, PASSAGE_ASKED))
+    r.name = "this checkout: " + r.name
+    return r
+
+
+GRID = [(floor, margin, match, user, limit)
+        for floor in (0.40, 0.42, 0.44, 0.46, 0.48, 0.50, 0.52)
+        for margin in (None, 0.02, 0.04, 0.06, 0.08, 0.10, 0.12)
+        for match in (0.4, 0.5, 0.6) for user in (False, True) for limit in (3, 5, 8)]
+REFERENCE = {MAIN: "main before session 13", (0.40, None, 0.4, False, 3): "6b2367f (before session 12)",
+             (0.40, 0.06, 0.50, True, 3): "main without the captured floor"}
+
+
+def plainness(point: tuple) -> tuple:
+    """The tie-break (fixed with the criterion): fewer settings changed from main's, the lower floor, fewer texts."""
+    return (sum(a != b for a, b in zip(point, MAIN)), point[0], point[4])
+
+
+def pick(scored: list[tuple[tuple, dict]]) -> tuple[tuple, dict]:
+    """The criterion (RESULTS.md, session 13): the most answers injected plus silences, ties to the plainer."""
+    return min(scored, key=lambda ps: (-(ps[1].get("injected", 0) + ps[1].get("silent", 0)), plainness(ps[0])))
+
+
+def counts(f: dict) -> str:
+    return (f"{f.get('injected', 0)} / {f.get('silent', 0)} of {f.get('answerable', 0)} / "
+            f"{f.get('unanswerable', 0)} ({fmt(f)})")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("stores", type=Path)
-    ap.add_argument("--cases", type=Path, help="cache of the gathered cases (read when present, else written)")
+    ap.add_argument("--set", nargs=3, action="append", metavar=("NAME", "STORES", "CASES"), required=True,
+                    help="a TRAIN set, its stores and its cases' cache (read when present, else gathered and written)")
+    ap.add_argument("--all", action="store_true", help="print every rule of the grid")
     args = ap.parse_args(argv)
-    if args.cases and args.cases.exists():
-        cases = json.loads(args.cases.read_text(encoding="utf-8"))
-    else:
-        cases = gather(args.stores.resolve())
-        if args.cases:
-            args.cases.write_text(json.dumps(cases), encoding="utf-8")
-    by_project = defaultdict(list)
+    cases: list[dict] = []
+    for which, stores, cache in args.set:
+        cache = Path(cache)
+        if cache.exists():
+            got = json.loads(cache.read_text(encoding="utf-8"))
+        else:
+            got = gather(Path(stores).resolve(), which)
+            cache.write_text(json.dumps(got), encoding="utf-8")
+        cases += [{**c, "set": which} for c in got]
+    groups = defaultdict(list)
     for c in cases:
-        by_project[c["project"]].append(c)
-    print("rule | all (answers injected / silent) | " + " | ".join(by_project))
-    for rule in RULES:
-        print(f"{rule.name} | {fmt(figures(cases, rule))} | "
-              + " | ".join(fmt(figures(cs, rule)) for cs in by_project.values()))
+        groups[c["set"]].append(c)
+        groups[f"{c['set']}/{c['project']}"].append(c)
+    sets = [name for name, _, _ in args.set]
+    mine = checkout_rule()
+    print(f"{mine.name} | pooled {counts(figures(cases, mine))} | "
+          + " | ".join(f"{name} {counts(figures(groups[name], mine))}" for name in sets))
+    scored = [(point, figures(cases, rule(*point))) for point in GRID]
+    best = pick(scored)
+    ranked = sorted(scored, key=lambda ps: (-(ps[1].get("injected", 0) + ps[1].get("silent", 0)), plainness(ps[0])))
+    shown = ranked if args.all else ranked[:25] + [ps for ps in ranked[25:] if ps[0] in REFERENCE]
+    print("rule | pooled: answers / silences | " + " | ".join(sets))
+    for point, f in shown:
+        r = rule(*point)
+        tag = f" [{REFERENCE[point]}]" if point in REFERENCE else ""
+        print(f"{r.name}{tag} | {counts(f)} | "
+              + " | ".join(counts(figures(groups[name], r)) for name in sets))
+    point, f = best
+    print(f"\npicked: {rule(*point).name} | pooled {counts(f)}")
+    for name in sorted(g for g in groups if "/" in g):
+        print(f"  {name}: {counts(figures(groups[name], rule(*point)))}"
+              f" (main {counts(figures(groups[name], rule(*MAIN)))})")
     return 0
 
 
