@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from subcog_store.extraction.extract import extract_candidates, load_user_scorer
 from subcog_store.extraction.sentences import split_units
+from subcog_store.extraction.transcript import AssistantText
 from subcog_store.extraction.user_words import PROJECT, USER, document_title, user_fact
 
 PLAN = """Implement the following plan:
@@ -129,3 +131,18 @@ def test_bad_input_gives_no_error_and_no_fact_from_code_or_a_dump():
     assert long_fact.startswith("Context: The cache key is field0 and")
     assert kept("ログは常にJSON形式で出力する。") == ["開発者の方針: ログは常にJSON形式で出力する。"]
     assert kept("ログをJSON形式で出力してください。") == []        # a request for this turn
+
+
+def said(*texts: str) -> list[str]:
+    """What a capture keeps of the user's messages `texts` (the rules, then the learned judge)."""
+    return [c.text for c in extract_candidates([AssistantText(t, f"u{i}", None, "s", i + 1, False, kind="user")
+                                                for i, t in enumerate(texts)])]
+
+
+def test_the_learned_judge_keeps_a_stated_fact_the_rules_miss_as_typed_and_never_a_request():
+    judge = load_user_scorer()
+    assert 0.5 <= judge.threshold < 1 and judge.meta["trained_on"]["script"].endswith("train_user_words.py learn")
+    fact = "internal changes are never breaking changes, only configuration behaviour is."
+    assert user_fact(split_units(fact, lenient=True)[0]) is None                     # no rule's form
+    assert said(fact, "commit and push all changes", "can you look at the failing test?",
+                "Read the output file to retrieve the result: /tmp/tasks/b1.output") == [fact]

@@ -3,6 +3,7 @@ and what candidate patterns would add (RESULTS.md, session 13).
 
     SUBCOG_MIRROR_DIR=<mirror> python -m bench.capture.train_user_words measure [--show]
     SUBCOG_MIRROR_DIR=<mirror> python -m bench.capture.train_user_words candidates [--show]
+    SUBCOG_MIRROR_DIR=<mirror> python -m bench.capture.train_user_words learn [--write]
 
 The labelled user units: the 18 training sessions' (`labels_user/`), the `train_more/` sessions' (their rows with
 source `user`, read from the mirror as `train_stale` reads them) and the short sessions of `train_short/` when they
@@ -24,12 +25,12 @@ from pathlib import Path
 from bench.capture import train_scorer as ts
 from bench.capture.heldout import load_sessions
 from bench.capture.label_units import session_units
-from subcog_store.extraction.extract import load_scorer
-from subcog_store.extraction.scorer import record_features
+from subcog_store.extraction.extract import load_scorer, load_user_scorer
+from subcog_store.extraction.scorer import namespace_of, record_features
 from subcog_store.extraction.sentences import Unit, split_units
 from subcog_store.extraction.status import status_rule
 from subcog_store.extraction import user_words as uw
-from subcog_store.extraction.user_words import document_title, user_fact
+from subcog_store.extraction.user_words import UserFact, document_title, user_fact
 
 HERE = Path(__file__).resolve().parent
 MORE, SHORT = HERE / "train_more", HERE / "train_short"
@@ -97,12 +98,23 @@ def shipped_form(text: str, heading: str = "") -> str:
     if (m := uw._RULE.match(s)) and not (m.group("verb").lower() in ("use", "prefer")
                                          and uw._TASK_AFTER_RULE.match(m.group("rest"))):
         return "rule-" + m.group("verb").lower().replace("'", "").replace("do not", "dont")
-    return "only" if uw._ONLY.match(s) else "declared" if uw._declared(s) else ""
+    return "only" if uw._ONLY.match(s) else "declared" if uw._declared(s) else "learned"
+
+
+def kept_by_capture(u: UserUnit):
+    """What `extract` keeps of the unit: the rules' fact, else the learned judge's (the sentence as typed)."""
+    if (fact := kept(u)) or status_rule(u.unit.text):
+        return fact
+    judge = load_user_scorer()
+    f = _record_features(u.record)[u.unit.index]
+    p = judge.probability(f)
+    return UserFact(u.unit.text, namespace_of(f), uw.PROJECT) if p >= max(judge.threshold, load_scorer().threshold) \
+        else None
 
 
 def measure(units: list[UserUnit], show: bool) -> str:
     facts = sum(u.label for u in units)
-    hits = [(u, f) for u in units if (f := kept(u))]
+    hits = [(u, f) for u in units if (f := kept_by_capture(u))]
     good = sum(u.label for u, _ in hits)
     lines = [f"user units {len(units)} in {len({u.session for u in units})} sessions, lasting facts {facts}; "
              f"kept {len(hits)}, of them facts {good} (precision {good / max(len(hits), 1):.2f}, "
@@ -117,7 +129,7 @@ def measure(units: list[UserUnit], show: bool) -> str:
         for u, f in hits:
             lines.append(f"KEPT {u.label} {f.scope} {f.namespace} {u.session}: {u.unit.text[:200]!r} -> {f.text[:200]!r}")
         for u in units:
-            if u.label and not kept(u):
+            if u.label and not kept_by_capture(u):
                 lines.append(f"MISS {u.namespace} {u.session}: {u.unit.text[:300]!r}")
     return "\n".join(lines)
 
@@ -209,14 +221,62 @@ def candidates(units: list[UserUnit], show: bool) -> str:
     return "\n".join(lines)
 
 
+USER_WEIGHTS = Path(__file__).resolve().parents[2] / "subcog_store" / "extraction" / "user_scorer_weights.json"
+
+
+@lru_cache(maxsize=None)
+def _record_features(record: str) -> list[dict]:
+    return record_features(split_units(record, lenient=True))
+
+
+def learn(units: list[UserUnit], write: bool) -> str:
+    """A learned judge of the user's units beside the rules (RESULTS.md, session 13, criterion fixed before fitting):
+    outer leave-one-project-out probabilities, the threshold whose new keeps are at least 3, at most one in five not
+    a lasting fact, with the most new facts (ties: the higher); then fitted on every unit and, with `write`, shipped."""
+    import numpy as np
+
+    feats = [_record_features(u.record)[u.unit.index] for u in units]
+    y = np.array([u.label for u in units], dtype=float)
+    projects = [u.session.split("-")[0] for u in units]
+    ruled = np.array([kept(u) is not None or bool(status_rule(u.unit.text)) for u in units])
+    oof = np.zeros(len(units))
+    for held in sorted(set(projects)):
+        te = np.array([i for i, p in enumerate(projects) if p == held])
+        tr = np.array([i for i, p in enumerate(projects) if p != held])
+        oof[te] = ts.predict(ts.fit_fold(feats, y, projects, tr), feats, te)
+    lines, best = [], None
+    for t in ts.GRID:
+        new = (oof >= t) & ~ruled
+        n, f = int(new.sum()), int(y[new].sum())
+        if n >= 3 and (n - f) * 5 <= n and (best is None or (f, t) > (best[1], best[0])):
+            best = (t, f, n)
+        if n:
+            lines.append(f"t={t}: new keeps {n}, facts {f}, not {n - f}")
+    if best is None:
+        return "\n".join(lines + ["no threshold passes: not adopted"])
+    lines.append(f"adopted at t={best[0]}: {best[2]} new keeps, {best[1]} facts (out of fold)")
+    if write:
+        fold = ts.fit_fold(feats, y, projects, np.arange(len(units)))
+        weights = ts.export(fold, len(units), sorted(set(projects)))
+        weights["threshold"] = best[0]
+        weights["trained_on"].update(labels="bench/capture/labels_user, train_more/labels, train_short/labels_user",
+                                     script="bench/capture/train_user_words.py learn")
+        USER_WEIGHTS.write_text(json.dumps(weights, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        lines.append(f"written {USER_WEIGHTS.name}: {len(weights['weights'])} weights, words {fold.words}, "
+                     f"lambda {fold.lam}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("command", choices=["measure", "candidates"])
+    p.add_argument("command", choices=["measure", "candidates", "learn"])
     p.add_argument("--show", action="store_true")
+    p.add_argument("--write", action="store_true", help="learn: write the weights file when adopted")
     a = p.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="subcog-user-words-") as tmp:
         units = user_units(Path(tmp))
-        print(measure(units, a.show) if a.command == "measure" else candidates(units, a.show))
+        print(measure(units, a.show) if a.command == "measure" else candidates(units, a.show)
+              if a.command == "candidates" else learn(units, a.write))
     return 0
 
 

@@ -9,7 +9,8 @@ and list lead-in). By source:
   kept sentences of one paragraph, and the kept items of one list under its lead-in (of the assistant's text or a
   summary), are one candidate (`_one_per_point`);
 - what the user typed: the choices, rules and preferences it states (`user_words.user_fact`), rewritten to stand
-  alone; a preference about how the developer works goes to the user scope;
+  alone; a preference about how the developer works goes to the user scope; else a unit the learned judge of the
+  user's words (`load_user_scorer`) calls a lasting fact, as typed;
 - a compaction summary: the lines of its lasting-facts section (`summary.facts_section`) when it has one, else
   its sections read by kind (`summary.split_sections`): facts from errors-and-fixes, problem solving, decisions;
   no topic labels, file change logs, pending tasks or current work.
@@ -28,6 +29,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from pathlib import Path
 from typing import Iterable
 
 from subcog_store.extraction.scorer import Scorer, features, namespace_of, record_features
@@ -36,7 +38,7 @@ from subcog_store.extraction.signals import CHATTER, intent_fact, is_topic_label
 from subcog_store.extraction.status import status_rule
 from subcog_store.extraction.summary import FACT_SECTIONS, SKIP_SECTIONS, facts_section, section_title, split_sections
 from subcog_store.extraction.transcript import AssistantText
-from subcog_store.extraction.user_words import PROJECT, document_title, user_fact
+from subcog_store.extraction.user_words import PROJECT, UserFact, document_title, user_fact
 from subcog_store.text.lazy_regex import LazyPattern
 from subcog_store.text.redact import REDACTED, redact
 
@@ -93,6 +95,8 @@ class Verdict:
 # --- the scorer, once per process --------------------------------------------------------------------------------
 
 _SCORER: Scorer | None = None
+_USER_SCORER: Scorer | None = None
+USER_WEIGHTS_PATH = Path(__file__).with_name("user_scorer_weights.json")
 
 
 def load_scorer() -> Scorer:
@@ -101,6 +105,15 @@ def load_scorer() -> Scorer:
     if _SCORER is None:
         _SCORER = Scorer.load()
     return _SCORER
+
+
+def load_user_scorer() -> Scorer:
+    """The learned judge of the user's units (the scorer's features, trained on the training sessions' labelled user
+    units, its threshold chosen out of fold: bench/capture/train_user_words.py learn), loaded once per process."""
+    global _USER_SCORER
+    if _USER_SCORER is None:
+        _USER_SCORER = Scorer.load(USER_WEIGHTS_PATH)
+    return _USER_SCORER
 
 
 # --- judging -----------------------------------------------------------------------------------------------------
@@ -210,19 +223,25 @@ def _keep_siblings(verdicts: list[Verdict], probs: list[float], feats: list[dict
 
 
 def _user_verdicts(units: list[Unit], threshold: float, source: int, title: str = "") -> list[Verdict]:
-    out = []
-    for unit in units:
+    """The rules' facts (`user_fact`, rewritten to stand alone), else the learned judge's (the sentence as typed)."""
+    out, judge = [], load_user_scorer()
+    for unit, f in zip(units, record_features(units)):
         fact = user_fact(unit, title)
         rule = status_rule(unit.text)
+        if fact is None and (p := judge.probability(f)) >= max(judge.threshold, threshold):
+            fact, confidence = UserFact(unit.text, signal_of(unit.text, f) or namespace_of(f), PROJECT), p
+        else:
+            confidence = USER_CONFIDENCE
         if fact is None or rule:
-            status = (rule or "") if fact is not None and USER_CONFIDENCE >= threshold else ""   # a fact, vetoed
+            status = (rule or "") if fact is not None and confidence >= threshold else ""   # a fact, vetoed
             text, n = _stored(unit.text)
-            out.append(Verdict(text, fact.namespace if status else "", USER_CONFIDENCE if status else 0.0, False,
+            out.append(Verdict(text, fact.namespace if status else "", confidence if status else 0.0, False,
                                source, unit, "user", n, "status" if status else "", status=status))
             continue
         text, n = _stored(fact.text)
-        keep = USER_CONFIDENCE >= threshold and len(text) <= MAX_CHARS
-        out.append(Verdict(text, fact.namespace, USER_CONFIDENCE, keep, source, unit, "user", n, "user", fact.scope))
+        keep = confidence >= threshold and len(text) <= MAX_CHARS
+        out.append(Verdict(text, fact.namespace, round(confidence, 6), keep, source, unit, "user", n, "user",
+                           fact.scope))
     return out
 
 
