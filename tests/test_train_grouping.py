@@ -1,13 +1,14 @@
 """bench/capture/train_grouping.py: a TRAINING repeat is counted as `bench_heldout` counts a held-out one (every
-labelled fact of a memory already held by an earlier memory of its session), and the 18 sessions' memories are read
-from a real store in the order they were stored."""
+labelled fact of a memory already held by an earlier memory of its session), an extra copy per fact whatever a memory
+holds beside it, and the 18 sessions' memories are read from a real store in the order they were stored."""
 from __future__ import annotations
 
 import json
 
 from bench.capture.heldout import HeldOutSession
 from bench.capture.label_units import session_units
-from bench.capture.train_grouping import extra_copies, repeats, store_memories
+from bench.capture.bench_heldout import evaluate
+from bench.capture.train_grouping import repeats, store_memories
 from subcog_store.store import Store
 
 CAUSE = "The upload worker fails because it reads S3_BUCKET_URL at import time, before the settings load."
@@ -28,13 +29,18 @@ def session(tmp_path, texts: list[str], facts: list[str | None]) -> HeldOutSessi
 
 def test_a_memory_whose_every_fact_was_held_before_is_a_repeat_one_with_a_new_fact_is_not(tmp_path):
     s = session(tmp_path, [CAUSE, SAID_AGAIN, FIX], ["f1", "f1", "f2"])
-    memories = [{"session_id": "s", "content": c} for c in (CAUSE, SAID_AGAIN, f"{SAID_AGAIN}\n{FIX}", FIX)]
+    memories = [{"session_id": "s", "content": c, "status": "active"}
+                for c in (CAUSE, SAID_AGAIN, f"{SAID_AGAIN}\n{FIX}", FIX)]
     got = repeats(memories, [s])
     assert [(older, newer) for _, older, newer in got] == [(CAUSE, SAID_AGAIN), (f"{SAID_AGAIN}\n{FIX}", FIX)]
     assert repeats([{"session_id": "other", "content": CAUSE}] * 2, [s]) == []   # another session's memories
-    # per fact: f1 is held by three memories, f2 by two; grouping the restatement with a new fact hides no copy
-    assert extra_copies(memories, [s]) == 3
-    assert extra_copies([{"session_id": "s", "content": c} for c in (CAUSE, f"{SAID_AGAIN}\n{FIX}")], [s]) == 1
+    # as bench_heldout counts them: 2 repeats; per fact, f1 is held by three memories and f2 by two (3 extra copies)
+    f = evaluate({"captures": [], "memories": memories, "searches": [], "prompts": []}, [s], [])
+    assert (f.stored, f.facts_found, f.repeated, f.copies) == (4, 2, 2, 3)
+    # the restatement grouped with a new fact is no repeat, and still an extra copy of f1
+    grouped = [{"session_id": "s", "content": c, "status": "active"} for c in (CAUSE, f"{SAID_AGAIN}\n{FIX}")]
+    f = evaluate({"captures": [], "memories": grouped, "searches": [], "prompts": []}, [s], [])
+    assert (f.repeated, f.copies) == (0, 1)
 
 
 def test_the_stores_memories_are_read_in_the_order_they_were_stored(tmp_path, tiny_embedder):

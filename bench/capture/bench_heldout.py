@@ -10,7 +10,9 @@ labelled units of the sessions (`heldout/labels`), the issue's figures:
 
 - precision: stored memories whose sentence is labelled a lasting fact;
 - recall: labelled facts (a fact and its restatements share an id) with at least one memory;
-- repeated: stored memories whose fact an earlier memory of the same session already holds;
+- repeated: stored memories whose fact an earlier memory of the same session already holds; beside it the extra
+  copies of a fact (the memories holding a labelled fact beyond the first that holds it, summed over the facts:
+  restatements counted per fact, which grouping more into one memory cannot hide);
 - stale: current memories (not marked outdated) whose sentence is status or a belief the session corrects;
 - questions: the top 8 search results hold the answer (every key group of the question in their text); the
   prompt hook injects it; it stays silent on the questions nothing answers;
@@ -32,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -110,6 +112,7 @@ class Figures:
     facts_stored: int = 0
     unmatched: int = 0
     repeated: int = 0
+    copies: int = 0          # extra copies of a fact (see the module docstring)
     stale: int = 0
     facts: int = 0
     facts_found: int = 0
@@ -145,7 +148,7 @@ def evaluate(result: dict, sessions: list[HeldOutSession], questions: list[Quest
     for s in sessions:
         units = labelled_units(s)
         facts = {u.fact for u in units if u.label == 1}
-        found, seen = set(), set()
+        found, seen, holders = set(), set(), Counter()
         for m in by_session.get(s.name, []):
             f.stored += 1
             us = traced(m["content"], units)
@@ -157,12 +160,14 @@ def evaluate(result: dict, sessions: list[HeldOutSession], questions: list[Quest
             if held:
                 f.facts_stored += 1
                 f.repeated += held <= seen
+                holders.update(held)
                 seen |= held
                 found |= held
             elif any(u.stale for u in us) and current:
                 f.stale += 1
         f.facts += len(facts)
         f.facts_found += len(found & facts)
+        f.copies += sum(n - 1 for n in holders.values())
     if not sessions:
         f.stored = sum(len(v) for v in by_session.values())
     plain_hits = without.get("searches") or result["searches"]
@@ -228,7 +233,8 @@ def render(rows: dict, trees: list[str], elapsed: float, timing: dict, baseline:
             mem_p = (f" ({pct(f.injected_memories, f.answerable)})" if f.has_session_text else "")
             mem_s = (f" ({pct(f.silent_memories, f.unanswerable)})" if f.has_session_text else "")
             out.append(f"| {project} | {tree} | {f.stored} | {pct(f.facts_stored, f.stored)} | "
-                       f"{pct(f.facts_found, f.facts)} | {pct(f.repeated, f.stored)} | {pct(f.stale, f.stored)} | "
+                       f"{pct(f.facts_found, f.facts)} | {pct(f.repeated, f.stored)} ({f.copies} extra copies) | "
+                       f"{pct(f.stale, f.stored)} | "
                        f"{f.unmatched} | {pct(f.top8, f.answerable)} of {f.answerable}{mem} | "
                        f"{pct(f.injected, f.answerable)}{mem_p} | {pct(f.silent, f.unanswerable)} of "
                        f"{f.unanswerable}{mem_s} | {f.prompt_chars / max(f.prompts, 1):.0f} | "

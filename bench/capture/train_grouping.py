@@ -8,8 +8,8 @@
 For the sessions of `train_more/` (read from a mirror; labels with fact ids: a fact and its restatements share one)
 the figures are `bench_heldout.evaluate`'s, exactly as the held-out projects are counted: stored, precision
 (memories holding a labelled lasting fact), recall (fact ids with a memory), repeated (memories every fact of which
-an earlier memory of their session already held); beside them the extra copies of a fact (`extra_copies`:
-restatements counted per fact, which grouping more into one memory cannot hide). The 18 sessions of
+an earlier memory of their session already held) and the extra copies of a fact (restatements counted per fact,
+which grouping more into one memory cannot hide). The 18 sessions of
 ../shared/samples/real/train have labels without fact ids, so for them a repeat cannot be counted that way: stored,
 precision among the traced memories and labelled fact units held (as `train_repeats` counts them). With --stores
 (one folder per dump, in order: the stores `bench_train_questions capture` made with the same tree) the 18 sessions'
@@ -24,7 +24,7 @@ import argparse
 import json
 import sqlite3
 import tempfile
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
 
 from bench.capture import train_scorer as ts
@@ -79,20 +79,6 @@ def store_memories(stores: Path) -> list[dict]:
     return out
 
 
-def extra_copies(memories: list[dict], sessions) -> int:
-    """The memories holding a labelled fact beyond the first one that holds it, summed over the facts of every
-    `train_more` session: restatements counted per fact, which grouping more per memory cannot hide (a repeat in
-    `bench_heldout`'s sense is a memory holding no new fact, so a restatement stored beside a new fact is none)."""
-    extra = 0
-    for s in sessions:
-        units = labelled_units(s)
-        held: Counter = Counter()
-        for m in (m for m in memories if m["session_id"] == s.name):
-            held.update({u.fact for u in traced(m["content"], units) if u.label == 1})
-        extra += sum(n - 1 for n in held.values())
-    return extra
-
-
 def report(path: Path, sessions, examples: bool, stores: Path | None = None) -> str:
     memories = json.loads(path.read_text(encoding="utf-8"))
     if stores is not None:
@@ -108,8 +94,7 @@ def report(path: Path, sessions, examples: bool, stores: Path | None = None) -> 
              f"  train_more ({len(sessions)} sessions): stored {f.stored}, precision "
              f"{f.facts_stored / max(f.stored, 1):.3f} ({f.facts_stored}), recall "
              f"{f.facts_found / max(f.facts, 1):.3f} ({f.facts_found} of {f.facts} facts), repeated "
-             f"{f.repeated / max(f.stored, 1):.3f} ({f.repeated}), extra copies of a fact "
-             f"{extra_copies(more, sessions)}"]
+             f"{f.repeated / max(f.stored, 1):.3f} ({f.repeated}), extra copies of a fact {f.copies}"]
     if examples:
         for session, older, newer in repeats(more, sessions):
             lines += [f"  --- {session}", f"    earlier: {older[:300]!r}", f"    repeat:  {newer[:300]!r}"]
