@@ -159,9 +159,9 @@ def rule(floor: float, margin: float | None, match: float, user: bool, limit: in
 
 def checkout_rule() -> Rule:
     """This checkout's constants (inject.CAPTURED_FLOOR, PASSAGE_MARGIN, PASSAGE_MATCH; the user's words offered;
-    PASSAGE_ASKED texts asked)."""
-    from subcog_store.recall.inject import CAPTURED_FLOOR, PASSAGE_ASKED, PASSAGE_MARGIN, PASSAGE_MATCH
-    r = rule(CAPTURED_FLOOR, PASSAGE_MARGIN, PASSAGE_MATCH, True, max(LIMIT, PASSAGE_ASKED))
+    recall_prompt_limit texts asked)."""
+    from subcog_store.recall.inject import CAPTURED_FLOOR, PASSAGE_MARGIN, PASSAGE_MATCH
+    r = rule(CAPTURED_FLOOR, PASSAGE_MARGIN, PASSAGE_MATCH, True, LIMIT)
     r.name = "this checkout: " + r.name
     return r
 
@@ -180,7 +180,8 @@ def plainness(point: tuple) -> tuple:
 
 
 def pick(scored: list[tuple[tuple, dict]]) -> tuple[tuple, dict]:
-    """The criterion (RESULTS.md, session 13): the most answers injected plus silences, ties to the plainer."""
+    """The criterion (RESULTS.md, session 13): the most answers injected plus silences, ties to the plainer (a tie
+    `plainness` leaves: the first in GRID's order)."""
     return min(scored, key=lambda ps: (-(ps[1].get("injected", 0) + ps[1].get("silent", 0)), plainness(ps[0])))
 
 

@@ -48,11 +48,10 @@ COVERAGE_FLOOR = 0.34        # ... its cosine floor (same choice)
 # On a capture store (memories the hooks took from transcripts, beside the sessions' text), chosen by
 # bench/capture/train_gate_lab.py on the TRAINING sessions' questions (bench/capture/train_questions and
 # train_short, pooled), judged held out:
-CAPTURED_FLOOR = 0.46        # the cosine a memory the hooks took from a transcript needs (besides the bar)
+CAPTURED_FLOOR = 0.52        # the cosine a memory the hooks took from a transcript needs (besides the bar)
 CAPTURED_SOURCES = frozenset({"pre-compact-hook", "session-end-hook", "compact-summary", "import-history"})
-PASSAGE_MARGIN = 0.06        # a passage of the sessions' text: this far above the prompt's level (and the floor)
+PASSAGE_MARGIN = 0.02        # a passage of the sessions' text: this far above the prompt's level (and the floor)
 PASSAGE_MATCH = 0.40         # ... holding this share of the prompt's significant words
-PASSAGE_ASKED = 5            # ... among the best this many texts (at least recall_prompt_limit)
 DECAY_BASE, DECAY_DAYS = 0.95, 30.0      # the session-start index: importance decayed with age (original design)
 RECENCY_HALF_LIFE_DAYS = 180.0
 
@@ -218,18 +217,16 @@ def _add_session_text(store: "Core", prompt: str, domain: str, state: SessionSta
                       lines: list[str], recall: Recall, budget: int, shown: list[str] = ()) -> None:
     """Into the places the memories left (`recall_prompt_limit` lines; none when the memories that answer were all
     given earlier in this session), the sessions' text that clears `bar` (the floor and PASSAGE_MARGIN above the
-    prompt's level; None: the text side alone) among the PASSAGE_ASKED best, and also holds PASSAGE_MATCH of the
-    prompt's words (a long text is near many prompts; recall/session_search.py), one passage each, below the
-    memories: the assistant's text, a
+    prompt's level; None: the text side alone) and also holds PASSAGE_MATCH of the prompt's words (a long text is
+    near many prompts; recall/session_search.py), one passage each, below the memories: the assistant's text, a
     summary or the user's own words (a question the user asked answers nothing: not offered), never the current
     session's own, never one already given in it, and without the sentences of the memories `shown` above it
     (nothing left that holds a word of the prompt: none)."""
     s = store.settings
     hybrid = bar is not None
     asked = significant_tokens(prompt)
-    asked_for = max(int(s.recall_prompt_limit), PASSAGE_ASKED)
-    for h in search_session_text(store, prompt, domain=domain, limit=asked_for, use_model=hybrid,
-                                 exclude_session=state.session_id):
+    for h in search_session_text(store, prompt, domain=domain, limit=int(s.recall_prompt_limit),
+                                 use_model=hybrid, exclude_session=state.session_id):
         by_words = h.text_match >= (PASSAGE_MATCH if hybrid else float(s.recall_min_text_match)) \
             and h.text_rank is not None
         passes = by_words and (not hybrid or (h.similarity or -1.0) >= bar)
