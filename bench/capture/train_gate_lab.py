@@ -9,7 +9,7 @@ the set the lab reads, with this checkout's search (in one process, the model lo
 what `recall.inject.prompt_context` reads: the memory candidates (cosine, IDF-weighted coverage, the prompt's level
 and bar, the store's size) and the session texts it may offer (`search_session_text`, similarity, share of the
 prompt's words, text rank, role), and whether each holds the answer (the shown line: a memory cut at LINE_CHARS, a
-passage's excerpt). It then replays the hook's choice under each rule of the grid (`grid`: this checkout's rule
+passage's excerpt). It then replays the hook's choice under each rule of the grid (`GRID`; this checkout's rule
 first, which must give `ask`'s figures) and prints answers injected / silent on the questions nothing answers,
 pooled over the sets given and per set, and picks by `pick` (the criterion of RESULTS.md, session 13: the most
 answers plus silences pooled, ties to the plainer); `--all` prints every rule, else the best 25 and the reference
@@ -64,9 +64,9 @@ def gather(stores: Path, which: str) -> list[dict]:
                                   "role": h.role, "cov": h.coverage, "score": h.score, "content": h.content,
                                   "answers_excerpt": q.held_by(excerpt(h.content, q.text)),
                                   "answers_whole": q.held_by(h.content)})
-                cases.append({"set": which, "project": project, "q": q.text, "keys": q.keys, "answerable": q.answerable,
-                              "method": found.method, "size": size, "level": level, "bar": bar,
-                              "min_text_match": float(s.recall_min_text_match),
+                cases.append({"set": which, "project": project, "q": q.text, "keys": q.keys,
+                              "answerable": q.answerable, "method": found.method, "size": size, "level": level,
+                              "bar": bar, "min_text_match": float(s.recall_min_text_match),
                               "floor": float(s.recall_min_similarity), "memories": mems, "texts": texts})
             print(f"{project}: {sum(c['project'] == project for c in cases)} questions", file=sys.stderr)
     return cases
@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\npicked: {rule(*point).name} | pooled {counts(f)}")
     for name in sorted(g for g in groups if "/" in g):
         print(f"  {name}: {counts(figures(groups[name], rule(*point)))}"
-              f" (main {counts(figures(groups[name], rule(*MAIN)))})")
+              f" (before session 13 {counts(figures(groups[name], rule(*MAIN)))})")
     return 0
 
 
