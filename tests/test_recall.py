@@ -344,6 +344,18 @@ def test_secrets_are_redacted_on_the_way_out(project):
     assert ids["redis"] in context(out) and secret not in out
 
 
+def test_the_prompt_hook_shows_a_long_memorys_answering_item_past_the_cut(make_store, monkeypatch):
+    from test_shown_parts import GAPS
+    monkeypatch.setenv("SUBCOG_HOOK_DOMAIN", APP)
+    store = make_store()
+    memory = store.capture(GAPS, "learnings", APP, session_id="s-old").memory_id
+    assert GAPS.index("retries a failed chunk") > inject.LINE_CHARS
+    out = context(prompt(store, "What are the potential gaps in the metadata design, and how does the upload worker "
+                                "retry a failed chunk?"))
+    assert memory in out and "retries a failed chunk four times with an exponential back-off capped at 30" in out
+    assert "FileMetadata.version" not in out   # the list's first item: what the first LINE_CHARS would show
+
+
 def test_session_start_index_for_a_new_session(project):
     store, ids = project
     payload = {"session_id": "s-start", "source": "startup", "cwd": "/x", "hook_event_name": "SessionStart"}

@@ -76,11 +76,12 @@ class Recall:
         return tokens(self.text)
 
 
-def line(memory: Memory, outdated: bool = False, code_mark: str | None = None) -> str:
-    """One memory as one line: namespace, text (cut), URN; and why it may be outdated, when it may be."""
-    from subcog_store.text.redact import shown_line   # imported when something is injected: most prompts get nothing
+def line(memory: Memory, outdated: bool = False, code_mark: str | None = None, asked: set[str] = frozenset()) -> str:
+    """One memory as one line: namespace, text (cut: a long memory shows the parts that hold the prompt's words
+    `asked`, `text/shown_parts.py`), URN; and why it may be outdated, when it may be."""
+    from subcog_store.text.shown_parts import answering_line   # imported when something is injected
 
-    text = shown_line(memory.content, LINE_CHARS)
+    text = answering_line(memory.content, asked, LINE_CHARS)
     note = f" (earlier fact; updated by {memory.successor_id})" if outdated else ""
     if code_mark:
         note += f" (possibly outdated: {code_mark[:LINE_CHARS]})"
@@ -185,8 +186,9 @@ def prompt_context(store: "Core", prompt: str, domain: str, session_id: str | No
     recall = Recall(method=found.method)
     lines: list[str] = []
     shown: list[str] = []
+    asked = significant_tokens(prompt)
     for h in gate[: int(s.recall_prompt_limit)]:
-        candidate = line(h.memory, outdated=bool(h.outdated_by), code_mark=h.code_mark)
+        candidate = line(h.memory, outdated=bool(h.outdated_by), code_mark=h.code_mark, asked=asked)
         if tokens("\n".join([header, *lines, candidate])) > budget:
             recall.reason = "token budget"
             break
