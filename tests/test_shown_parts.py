@@ -64,6 +64,8 @@ def test_parts_are_sentences_and_list_items_and_secrets_stay_redacted():
     assert is_list and len(pieces) == 6 and pieces[4].startswith("The upload worker")
     pieces, is_list = parts(PARAGRAPH)
     assert not is_list and len(pieces) == 4
+    assert parts("Use closer stops, e.g. linear-gradient(a, b) for the status. Next one.")[0] == [
+        "Use closer stops, e.g. linear-gradient(a, b) for the status.", "Next one."]   # no end at "e.g. x"
     secret = "glpat-" + "FAKEa1b2c3d4e5f6g7h8"
     out = shown(PARAGRAPH + f" The deploy token for the Windows signing job is {secret}.", "Windows deploy token")
     assert secret not in out and "[REDACTED]" in out

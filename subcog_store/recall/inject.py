@@ -76,7 +76,8 @@ class Recall:
         return tokens(self.text)
 
 
-def line(memory: Memory, outdated: bool = False, code_mark: str | None = None, asked: set[str] = frozenset()) -> str:
+def line(memory: Memory, outdated: bool = False, code_mark: str | None = None,
+         asked: set[str] | frozenset[str] = frozenset()) -> str:
     """One memory as one line: namespace, text (cut: a long memory shows the parts that hold the prompt's words
     `asked`, `text/shown_parts.py`), URN; and why it may be outdated, when it may be."""
     from subcog_store.text.shown_parts import answering_line   # imported when something is injected
