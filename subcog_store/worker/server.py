@@ -75,16 +75,16 @@ class Worker:
             for name in ("subcog_store.capture.session", "subcog_store.claude_code.recall_hooks",
                          "subcog_store.extraction.extract", "subcog_store.recall.search", "subcog_store.recall.inject",
                          "subcog_store.dedup.in_batch", "subcog_store.dedup.policies", "subcog_store.text.guard",
-                         "subcog_store.text.redact"):
+                         "subcog_store.text.redact", "subcog_store.text.shown_parts"):
                 try:
                     __import__(name)
                 except ImportError:
                     pass
             extract = sys.modules.get("subcog_store.extraction.extract")
-            if extract is not None and hasattr(extract, "load_scorer"):
+            for loader in ("load_scorer", "load_user_scorer"):   # the assistant's and the user's judges
                 try:
-                    extract.load_scorer()
-                except Exception:  # noqa: BLE001 - warming only
+                    getattr(extract, loader)()
+                except Exception:  # noqa: BLE001 - warming only (no module, or weights that do not load)
                     pass
             Store(":memory:", fetch_model=False).close()
             embedder = provider.shared(None)
